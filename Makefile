@@ -1,0 +1,51 @@
+# Two commands do everything on a fresh machine: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: install run test lint typecheck pytest schema check-schema lock clean
+
+$(STAMP): pyproject.toml requirements.lock
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.lock
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(BIN)/gpupaas serve --host $(HOST) --port $(PORT)
+
+lint: install
+	$(BIN)/ruff check backend tests
+	$(BIN)/ruff format --check backend tests
+
+typecheck: install
+	$(BIN)/mypy
+
+# SQLite, then PostgreSQL (skipped when no server answers and GPUPAAS_TEST_POSTGRES_URL is unset).
+pytest: install
+	$(BIN)/pytest -q
+	$(BIN)/pytest -q --db=postgres
+
+test: lint typecheck check-schema pytest
+
+schema: install
+	$(BIN)/gpupaas export-schema --output schema.graphql
+
+check-schema: install
+	$(BIN)/gpupaas export-schema | diff -u schema.graphql - || (echo "schema.graphql is stale: run make schema" && exit 1)
+
+# Regenerate the lock from pyproject.toml (needs the registries).
+lock:
+	rm -rf /tmp/gpupaas-lock && $(PYTHON) -m venv /tmp/gpupaas-lock
+	/tmp/gpupaas-lock/bin/pip install --quiet --upgrade pip
+	/tmp/gpupaas-lock/bin/pip install --quiet '.[dev]'
+	/tmp/gpupaas-lock/bin/pip freeze --exclude gpupaas > requirements.lock
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

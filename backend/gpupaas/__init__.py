@@ -1,0 +1,1 @@
+"""gpupaas: a self-hosted GPU PaaS."""

@@ -1,0 +1,321 @@
+"""The rules for users, projects, memberships, API tokens and sessions.
+
+Who may do what is decided here (and in the other domains' services) through `Actor`, never in
+the GraphQL layer. Secrets (session cookies, API tokens) are stored as sha256 hashes only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from tortoise.exceptions import IntegrityError
+from tortoise.transactions import in_transaction
+
+from gpupaas.accounts.models import ApiToken, Membership, Project, Role, Session, User
+from gpupaas.core import validation
+from gpupaas.core.errors import Collector, ErrorCode, Forbidden, NotAuthenticated, UserErrors
+
+SYSTEM_PROJECT = "gpupaas-system"
+TOKEN_PREFIX = "gpp_"
+_USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
+_hasher = PasswordHasher()
+# Verified against when the username does not exist, so that a wrong username costs as much
+# time as a wrong password and cannot be told apart by timing.
+_DUMMY_HASH = _hasher.hash("not a real password")
+# lastUsedAt is written at most this often per token, not on every request.
+_LAST_USED_GRANULARITY = timedelta(minutes=1)
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def hash_secret(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+@dataclass
+class Actor:
+    """Who is calling, with their roles loaded once per request."""
+
+    user: User | None
+    roles: dict[uuid.UUID, Role] = field(default_factory=dict)
+
+    @property
+    def is_platform_admin(self) -> bool:
+        return self.user is not None and self.user.is_platform_admin
+
+    def require_user(self) -> User:
+        if self.user is None:
+            raise NotAuthenticated()
+        return self.user
+
+    def role_in(self, project_id: uuid.UUID) -> Role | None:
+        return self.roles.get(project_id)
+
+    def can_see(self, project: Project) -> bool:
+        """Whether the project exists for this caller (its members, platform admins; the system one: all)."""
+        if self.user is None:
+            return False
+        return self.is_platform_admin or project.id in self.roles or project.is_system
+
+    def is_admin_of(self, project_id: uuid.UUID) -> bool:
+        return self.is_platform_admin or self.roles.get(project_id) == Role.ADMIN
+
+    def require_platform_admin(self) -> User:
+        user = self.require_user()
+        if not user.is_platform_admin:
+            raise Forbidden("Only platform admins may do this.")
+        return user
+
+    def require_admin_of(self, project: Project) -> None:
+        self.require_user()
+        if not self.is_admin_of(project.id):
+            raise Forbidden(f'Only admins of project "{project.name}" may do this.')
+
+    def visible_project_ids(self) -> set[uuid.UUID]:
+        return set(self.roles)
+
+
+ANONYMOUS = Actor(user=None)
+
+
+async def actor_for(user: User | None) -> Actor:
+    if user is None:
+        return ANONYMOUS
+    rows = await Membership.filter(user_id=user.id).values_list("project_id", "role")
+    return Actor(user=user, roles={pid: Role(role) for pid, role in rows})
+
+
+# ---------------------------------------------------------------- passwords and credentials
+
+
+def hash_password(password: str) -> str:
+    return _hasher.hash(password)
+
+
+def _password_problem(password: str) -> str | None:
+    if len(password) < 8:
+        return "must be at least 8 characters"
+    if len(password) > 1024:
+        return "must be at most 1024 characters"
+    return None
+
+
+async def authenticate(username: str, password: str) -> User | None:
+    user = await User.get_or_none(username=username)
+    try:
+        _hasher.verify(user.password_hash if user else _DUMMY_HASH, password)
+    except (VerificationError, InvalidHashError):
+        return None
+    if user is None:
+        return None
+    if _hasher.check_needs_rehash(user.password_hash):
+        user.password_hash = hash_password(password)
+        await user.save(update_fields=["password_hash"])
+    return user
+
+
+async def login(username: str, password: str, ttl: timedelta) -> tuple[User, str]:
+    """Check the credentials and open a session; returns the user and the session secret."""
+    user = await authenticate(username, password)
+    if user is None:
+        raise UserErrors.one(None, "Wrong username or password.", ErrorCode.INVALID)
+    secret = secrets.token_urlsafe(32)
+    await Session.create(user=user, token_hash=hash_secret(secret), expires_at=now() + ttl)
+    return user, secret
+
+
+async def logout(session_secret: str | None) -> None:
+    if session_secret:
+        await Session.filter(token_hash=hash_secret(session_secret)).delete()
+
+
+async def user_for_session(secret: str) -> User | None:
+    session = await Session.get_or_none(token_hash=hash_secret(secret)).select_related("user")
+    if session is None:
+        return None
+    if session.expires_at <= now():
+        await session.delete()
+        return None
+    return session.user
+
+
+async def user_for_token(secret: str) -> User | None:
+    if not secret.startswith(TOKEN_PREFIX):
+        return None
+    token = await ApiToken.get_or_none(token_hash=hash_secret(secret)).select_related("user")
+    if token is None:
+        return None
+    moment = now()
+    if token.expires_at is not None and token.expires_at <= moment:
+        return None
+    if token.last_used_at is None or moment - token.last_used_at >= _LAST_USED_GRANULARITY:
+        await ApiToken.filter(id=token.id).update(last_used_at=moment)
+    return token.user
+
+
+async def create_api_token(actor: Actor, name: str, expires_at: datetime | None) -> tuple[ApiToken, str]:
+    user = actor.require_user()
+    problems = Collector()
+    name = name.strip()
+    problems.check(("input", "name"), validation.display_name(name))
+    if expires_at is not None:
+        if expires_at.tzinfo is None:
+            expires_at = expires_at.replace(tzinfo=UTC)
+        if expires_at <= now():
+            problems.add(("input", "expiresAt"), "must be in the future")
+    if not problems and await ApiToken.exists(user_id=user.id, name=name):
+        problems.add(("input", "name"), f'you already have a token named "{name}"', ErrorCode.TAKEN)
+    problems.raise_if_any()
+    secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    try:
+        token = await ApiToken.create(
+            user=user, name=name, token_hash=hash_secret(secret), expires_at=expires_at
+        )
+    except IntegrityError:
+        raise UserErrors.one(
+            ("input", "name"), f'you already have a token named "{name}"', ErrorCode.TAKEN
+        ) from None
+    return token, secret
+
+
+async def list_api_tokens(actor: Actor) -> list[ApiToken]:
+    user = actor.require_user()
+    return await ApiToken.filter(user_id=user.id).order_by("-created_at")
+
+
+async def revoke_api_token(actor: Actor, token_id: str) -> str:
+    user = actor.require_user()
+    token_uuid = parse_id(token_id)
+    query = ApiToken.filter(id=token_uuid) if token_uuid else None
+    if query is not None and not actor.is_platform_admin:
+        query = query.filter(user_id=user.id)
+    if query is None or not await query.delete():
+        raise UserErrors.one(("id",), "No such API token.", ErrorCode.NOT_FOUND)
+    return token_id
+
+
+def parse_id(value: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(value)
+    except (ValueError, AttributeError, TypeError):
+        return None
+
+
+# ---------------------------------------------------------------- users, projects, members
+
+
+async def create_user(actor: Actor | None, username: str, password: str, is_platform_admin: bool) -> User:
+    """Platform admins create users; `actor=None` is the trusted CLI."""
+    if actor is not None:
+        actor.require_platform_admin()
+    problems = Collector()
+    if not _USERNAME.match(username):
+        problems.add(
+            ("input", "username"),
+            'must be 1-64 characters: letters, digits, ".", "_", "@" or "-", starting with a letter or digit',
+        )
+    problems.check(("input", "password"), _password_problem(password))
+    if not problems and await User.exists(username=username):
+        problems.add(("input", "username"), f'username "{username}" is taken', ErrorCode.TAKEN)
+    problems.raise_if_any()
+    try:
+        return await User.create(
+            username=username, password_hash=hash_password(password), is_platform_admin=is_platform_admin
+        )
+    except IntegrityError:
+        raise UserErrors.one(
+            ("input", "username"), f'username "{username}" is taken', ErrorCode.TAKEN
+        ) from None
+
+
+async def create_project(actor: Actor | None, name: str, display_name: str | None) -> Project:
+    if actor is not None:
+        actor.require_platform_admin()
+    problems = Collector()
+    problems.check(("input", "name"), validation.dns_label(name))
+    display = (display_name or "").strip() or name
+    problems.check(("input", "displayName"), validation.display_name(display))
+    if not problems and await Project.exists(name=name):
+        problems.add(("input", "name"), f'project "{name}" already exists', ErrorCode.TAKEN)
+    problems.raise_if_any()
+    try:
+        return await Project.create(name=name, display_name=display)
+    except IntegrityError:
+        raise UserErrors.one(("input", "name"), f'project "{name}" already exists', ErrorCode.TAKEN) from None
+
+
+async def ensure_system_project() -> Project:
+    """The project that owns the built-in templates (created once; idempotent)."""
+    project = await Project.get_or_none(name=SYSTEM_PROJECT)
+    if project is None:
+        try:
+            project = await Project.create(name=SYSTEM_PROJECT, display_name="Built-in", is_system=True)
+        except IntegrityError:  # another process created it first
+            project = await Project.get(name=SYSTEM_PROJECT)
+    return project
+
+
+async def visible_projects(actor: Actor) -> list[Project]:
+    actor.require_user()
+    if actor.is_platform_admin:
+        return await Project.all().order_by("name")
+    return await Project.filter(id__in=list(actor.roles)).order_by("name")
+
+
+async def project_by_name(actor: Actor, name: str) -> Project | None:
+    """The project, or None when it does not exist *or* the caller may not see it."""
+    actor.require_user()
+    project = await Project.get_or_none(name=name)
+    if project is None or not actor.can_see(project):
+        return None
+    return project
+
+
+async def require_project(actor: Actor, name: str, field_path: tuple[str, ...]) -> Project:
+    project = await project_by_name(actor, name)
+    if project is None:
+        raise UserErrors.one(field_path, f'project "{name}" not found', ErrorCode.NOT_FOUND)
+    return project
+
+
+async def set_member(actor: Actor | None, project_name: str, username: str, role: Role) -> Membership:
+    if actor is not None:
+        project = await require_project(actor, project_name, ("input", "project"))
+        actor.require_admin_of(project)
+    else:
+        maybe = await Project.get_or_none(name=project_name)
+        if maybe is None:
+            raise UserErrors.one(
+                ("input", "project"), f'project "{project_name}" not found', ErrorCode.NOT_FOUND
+            )
+        project = maybe
+    if project.is_system:
+        raise UserErrors.one(("input", "project"), "the built-in project has no members", ErrorCode.INVALID)
+    user = await User.get_or_none(username=username)
+    if user is None:
+        raise UserErrors.one(("input", "username"), f'user "{username}" not found', ErrorCode.NOT_FOUND)
+    async with in_transaction():
+        membership = await Membership.get_or_none(user_id=user.id, project_id=project.id)
+        if membership is None:
+            try:
+                membership = await Membership.create(user=user, project=project, role=role)
+            except IntegrityError:
+                membership = await Membership.get(user_id=user.id, project_id=project.id)
+        if membership.role != role:
+            membership.role = role
+            await membership.save(update_fields=["role"])
+    membership.project = project
+    return membership
+
+
+async def memberships_of(user: User) -> list[Membership]:
+    return await Membership.filter(user_id=user.id).select_related("project").order_by("project__name")

@@ -1,0 +1,682 @@
+"""GraphQL for the catalog: environment templates, compute profiles, sharing and the catalog query.
+
+Thin: every rule lives in `catalog.service`; related objects come through the request's
+DataLoaders, so lists cost a fixed number of queries whatever their length.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+import strawberry
+
+from gpupaas.accounts.graphql import ProjectType
+from gpupaas.accounts.models import Project
+from gpupaas.catalog import service
+from gpupaas.catalog.models import (
+    AllocationType,
+    ComputeProfile,
+    EnvironmentTemplate,
+    EnvironmentTemplateVersion,
+    SharingMode,
+    Vendor,
+    VersionState,
+)
+from gpupaas.core.pagination import encode_cursor
+from gpupaas.graphql.common import (
+    DeletePayload,
+    KeyValue,
+    KeyValueInput,
+    PageInfo,
+    UserError,
+    attempt,
+    delete_payload,
+    key_values,
+    pairs_in,
+)
+from gpupaas.graphql.context import Info
+
+VersionStateEnum = strawberry.enum(VersionState, name="VersionState")
+AllocationTypeEnum = strawberry.enum(AllocationType, name="AllocationType")
+SharingModeEnum = strawberry.enum(SharingMode, name="SharingMode")
+VendorEnum = strawberry.enum(Vendor, name="Vendor")
+
+
+@strawberry.enum
+class InputType(Enum):
+    STRING = "STRING"
+    NUMBER = "NUMBER"
+    BOOLEAN = "BOOLEAN"
+    QUANTITY = "QUANTITY"
+
+
+@strawberry.enum
+class OverridePolicy(Enum):
+    NOT_ALLOWED = "NOT_ALLOWED"
+    ALLOWED = "ALLOWED"
+    RESTRICTED = "RESTRICTED"
+
+
+async def _project(info: Info, project_id: uuid.UUID) -> ProjectType:
+    project = await info.context.loaders.project.load(project_id)
+    assert project is not None  # a foreign key: the row exists
+    return ProjectType.of(project)
+
+
+# ---------------------------------------------------------------- environment templates
+
+
+@strawberry.type
+class InputDefinition:
+    name: str
+    type: InputType
+    description: str | None
+    required: bool
+    default: str | None
+    options: list[str]
+    pattern: str | None
+    min: float | None
+    max: float | None
+    sensitive: bool
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> InputDefinition:
+        return cls(
+            name=data["name"],
+            type=InputType(data["type"]),
+            description=data.get("description"),
+            required=bool(data.get("required")),
+            default=data.get("default"),
+            options=list(data.get("options") or []),
+            pattern=data.get("pattern"),
+            min=data.get("min"),
+            max=data.get("max"),
+            sensitive=bool(data.get("sensitive")),
+        )
+
+
+@strawberry.input
+class InputDefinitionInput:
+    name: str
+    type: InputType
+    description: str | None = None
+    required: bool | None = None
+    default: str | None = None
+    options: list[str] | None = None
+    pattern: str | None = None
+    min: float | None = None
+    max: float | None = None
+    sensitive: bool | None = None
+
+
+@strawberry.type
+class OutputDefinition:
+    name: str
+    description: str | None
+    value: str
+
+
+@strawberry.input
+class OutputDefinitionInput:
+    name: str
+    value: str
+    description: str | None = None
+
+
+@strawberry.type(
+    name="EnvironmentTemplateVersion",
+    description="A version is immutable once created, but for its state. `resources` is null for callers who "
+    "may not see template internals (anyone but the owning project's admins).",
+)
+class EnvironmentTemplateVersionType:
+    id: strawberry.ID
+    version: str
+    state: VersionState
+    inputs: list[InputDefinition]
+    outputs: list[OutputDefinition]
+    created_at: datetime
+    _model: strawberry.Private[EnvironmentTemplateVersion]
+
+    @strawberry.field
+    async def resources(self, info: Info) -> str | None:
+        template = await info.context.loaders.template.load(self._model.template_id)  # type: ignore[attr-defined]
+        assert template is not None
+        owner = await info.context.loaders.project.load(template.project_id)  # type: ignore[attr-defined]
+        assert owner is not None
+        return (
+            self._model.resources if service.can_see_internals(info.context.actor, template, owner) else None
+        )
+
+    @strawberry.field
+    async def template(self, info: Info) -> EnvironmentTemplateType:
+        template = await info.context.loaders.template.load(self._model.template_id)  # type: ignore[attr-defined]
+        assert template is not None
+        return EnvironmentTemplateType.of(template)
+
+    @classmethod
+    def of(cls, version: EnvironmentTemplateVersion) -> EnvironmentTemplateVersionType:
+        return cls(
+            id=strawberry.ID(str(version.id)),
+            version=version.version,
+            state=version.state,
+            inputs=[InputDefinition.of(d) for d in version.inputs],
+            outputs=[
+                OutputDefinition(name=o["name"], description=o.get("description"), value=o["value"])
+                for o in version.outputs
+            ],
+            created_at=version.created_at,
+            _model=version,
+        )
+
+
+@strawberry.type(name="EnvironmentTemplate")
+class EnvironmentTemplateType:
+    id: strawberry.ID
+    name: str
+    display_name: str
+    description: str | None
+    built_in: bool = strawberry.field(description="Shipped with gpupaas; every project may pin its versions.")
+    created_at: datetime
+    updated_at: datetime
+    _model: strawberry.Private[EnvironmentTemplate]
+
+    @strawberry.field
+    async def project(self, info: Info) -> ProjectType:
+        return await _project(info, self._model.project_id)  # type: ignore[attr-defined]
+
+    @strawberry.field(description="Newest first.")
+    async def versions(self, info: Info) -> list[EnvironmentTemplateVersionType]:
+        rows = await info.context.loaders.versions_of_template.load(self._model.id)
+        return [EnvironmentTemplateVersionType.of(v) for v in rows]
+
+    @classmethod
+    def of(cls, template: EnvironmentTemplate) -> EnvironmentTemplateType:
+        return cls(
+            id=strawberry.ID(str(template.id)),
+            name=template.name,
+            display_name=template.display_name,
+            description=template.description,
+            built_in=template.built_in,
+            created_at=template.created_at,
+            updated_at=template.updated_at,
+            _model=template,
+        )
+
+
+@strawberry.input
+class CreateEnvironmentTemplateInput:
+    project: str
+    name: str
+    display_name: str | None = None
+    description: str | None = None
+
+
+@strawberry.input
+class UpdateEnvironmentTemplateInput:
+    id: strawberry.ID
+    name: str | None = None
+    display_name: str | None = None
+    description: str | None = None
+
+
+@strawberry.input
+class AddEnvironmentTemplateVersionInput:
+    template: strawberry.ID
+    version: str
+    resources: str
+    inputs: list[InputDefinitionInput] | None = None
+    outputs: list[OutputDefinitionInput] | None = None
+    state: VersionState | None = None
+
+
+@strawberry.type
+class EnvironmentTemplatePayload:
+    environment_template: EnvironmentTemplateType | None
+    user_errors: list[UserError]
+
+
+@strawberry.type
+class EnvironmentTemplateVersionPayload:
+    version: EnvironmentTemplateVersionType | None
+    user_errors: list[UserError]
+
+
+# ---------------------------------------------------------------- compute profiles
+
+
+@strawberry.type(name="Sharing")
+class SharingType:
+    mode: SharingMode
+    projects: list[ProjectType]
+
+
+@strawberry.input
+class SharingInput:
+    mode: SharingMode
+    projects: list[str] | None = None
+
+
+@strawberry.type(
+    description='Quantities use Kubernetes notation: cpu "8" or "500m", memory and storage "64Gi".'
+)
+class ComputeResources:
+    cpu: str
+    memory: str
+    storage: str
+    gpu_count: int
+    gpu_vendor: Vendor
+    gpu_model: str | None
+
+
+@strawberry.input
+class ComputeResourcesInput:
+    cpu: str
+    memory: str
+    storage: str
+    gpu_count: int
+    gpu_vendor: Vendor
+    gpu_model: str | None = None
+
+    def to_service(self) -> service.ResourcesIn:
+        return service.ResourcesIn(
+            cpu=self.cpu,
+            memory=self.memory,
+            storage=self.storage,
+            gpu_count=self.gpu_count,
+            gpu_vendor=self.gpu_vendor,
+            gpu_model=self.gpu_model,
+        )
+
+
+@strawberry.type
+class InputSetting:
+    name: str
+    value: str | None
+    required: bool
+    override: OverridePolicy
+    allowed_values: list[str]
+
+
+@strawberry.input
+class InputSettingInput:
+    name: str
+    value: str | None = None
+    required: bool | None = None
+    override: OverridePolicy | None = None
+    allowed_values: list[str] | None = None
+
+
+@strawberry.type
+class OutputSetting:
+    name: str
+    display_name: str | None
+    visible: bool
+
+
+@strawberry.input
+class OutputSettingInput:
+    name: str
+    display_name: str | None = None
+    visible: bool | None = None
+
+
+@strawberry.type(name="ComputeProfile")
+class ComputeProfileType:
+    id: strawberry.ID
+    name: str
+    display_name: str
+    description: str | None
+    allocation_type: AllocationType
+    resources: ComputeResources
+    labels: list[KeyValue]
+    annotations: list[KeyValue]
+    icon_url: str | None
+    readme: str | None = strawberry.field(description="Markdown source.")
+    readme_html: str | None = strawberry.field(
+        description="Rendered and sanitized: safe to put into a page as it is."
+    )
+    input_settings: list[InputSetting]
+    output_settings: list[OutputSetting]
+    created_at: datetime
+    updated_at: datetime
+    _model: strawberry.Private[ComputeProfile]
+
+    @strawberry.field
+    async def project(self, info: Info) -> ProjectType:
+        return await _project(info, self._model.project_id)  # type: ignore[attr-defined]
+
+    @strawberry.field
+    async def environment_template_version(self, info: Info) -> EnvironmentTemplateVersionType:
+        version = await info.context.loaders.version.load(self._model.template_version_id)  # type: ignore[attr-defined]
+        assert version is not None
+        return EnvironmentTemplateVersionType.of(version)
+
+    @strawberry.field
+    async def environment_template(self, info: Info) -> EnvironmentTemplateType:
+        version = await info.context.loaders.version.load(self._model.template_version_id)  # type: ignore[attr-defined]
+        assert version is not None
+        template = await info.context.loaders.template.load(version.template_id)  # type: ignore[attr-defined]
+        assert template is not None
+        return EnvironmentTemplateType.of(template)
+
+    @strawberry.field
+    async def sharing(self, info: Info) -> SharingType:
+        shared = await info.context.loaders.shares_of_profile.load(self._model.id)
+        visible = service.shared_project_ids_visible(info.context.actor, self._model, shared)
+        projects = [p for p in await info.context.loaders.project.load_many(visible) if p is not None]
+        return SharingType(
+            mode=self._model.sharing_mode,
+            projects=[ProjectType.of(p) for p in sorted(projects, key=_by_name)],
+        )
+
+    @classmethod
+    def of(cls, profile: ComputeProfile) -> ComputeProfileType:
+        return cls(
+            id=strawberry.ID(str(profile.id)),
+            name=profile.name,
+            display_name=profile.display_name,
+            description=profile.description,
+            allocation_type=profile.allocation_type,
+            resources=ComputeResources(
+                cpu=profile.cpu,
+                memory=profile.memory,
+                storage=profile.storage,
+                gpu_count=profile.gpu_count,
+                gpu_vendor=profile.gpu_vendor,
+                gpu_model=profile.gpu_model,
+            ),
+            labels=key_values(profile.labels),
+            annotations=key_values(profile.annotations),
+            icon_url=profile.icon_url,
+            readme=profile.readme,
+            readme_html=profile.readme_html,
+            input_settings=[
+                InputSetting(
+                    name=s["name"],
+                    value=s.get("value"),
+                    required=bool(s.get("required")),
+                    override=OverridePolicy(s.get("override", "ALLOWED")),
+                    allowed_values=list(s.get("allowedValues") or []),
+                )
+                for s in profile.input_settings
+            ],
+            output_settings=[
+                OutputSetting(
+                    name=s["name"], display_name=s.get("displayName"), visible=bool(s.get("visible", True))
+                )
+                for s in profile.output_settings
+            ],
+            created_at=profile.created_at,
+            updated_at=profile.updated_at,
+            _model=profile,
+        )
+
+
+def _by_name(project: Project) -> str:
+    return project.name
+
+
+@strawberry.type
+class ComputeProfileEdge:
+    node: ComputeProfileType
+    cursor: str
+
+
+@strawberry.type
+class ComputeProfileConnection:
+    edges: list[ComputeProfileEdge]
+    page_info: PageInfo
+    total_count: int
+
+
+@strawberry.input
+class CreateComputeProfileInput:
+    project: str
+    name: str
+    display_name: str
+    allocation_type: AllocationType
+    environment_template_version: strawberry.ID
+    resources: ComputeResourcesInput
+    description: str | None = None
+    labels: list[KeyValueInput] | None = None
+    annotations: list[KeyValueInput] | None = None
+    icon_url: str | None = None
+    readme: str | None = None
+    input_settings: list[InputSettingInput] | None = None
+    output_settings: list[OutputSettingInput] | None = None
+
+
+@strawberry.input(
+    description="`name` may be given only with its current value: another value is an IMMUTABLE error."
+)
+class UpdateComputeProfileInput:
+    id: strawberry.ID
+    name: str | None = None
+    display_name: str | None = None
+    description: str | None = None
+    allocation_type: AllocationType | None = None
+    environment_template_version: strawberry.ID | None = None
+    resources: ComputeResourcesInput | None = None
+    labels: list[KeyValueInput] | None = None
+    annotations: list[KeyValueInput] | None = None
+    icon_url: str | None = None
+    readme: str | None = None
+    input_settings: list[InputSettingInput] | None = None
+    output_settings: list[OutputSettingInput] | None = None
+
+
+def _profile_in(data: CreateComputeProfileInput | UpdateComputeProfileInput) -> service.ProfileIn:
+    return service.ProfileIn(
+        name=data.name,
+        display_name=data.display_name,
+        description=data.description,
+        allocation_type=data.allocation_type,
+        template_version_id=data.environment_template_version,
+        resources=data.resources.to_service() if data.resources else None,
+        labels=pairs_in(data.labels),
+        annotations=pairs_in(data.annotations),
+        icon_url=data.icon_url,
+        readme=data.readme,
+        input_settings=None
+        if data.input_settings is None
+        else [
+            service.InputSettingIn(
+                name=s.name,
+                value=s.value,
+                required=s.required,
+                override=s.override.value if s.override else None,
+                allowed_values=s.allowed_values,
+            )
+            for s in data.input_settings
+        ],
+        output_settings=None
+        if data.output_settings is None
+        else [
+            service.OutputSettingIn(name=s.name, display_name=s.display_name, visible=s.visible)
+            for s in data.output_settings
+        ],
+    )
+
+
+@strawberry.type
+class ComputeProfilePayload:
+    compute_profile: ComputeProfileType | None
+    user_errors: list[UserError]
+
+
+def _profile_payload(profile: ComputeProfile | None, errors: list[UserError]) -> ComputeProfilePayload:
+    return ComputeProfilePayload(
+        compute_profile=ComputeProfileType.of(profile) if profile else None, user_errors=errors
+    )
+
+
+# ---------------------------------------------------------------- roots
+
+
+@strawberry.type
+class CatalogQuery:
+    @strawberry.field(
+        description="The project's templates and the built-in ones; "
+        "search matches name, display name and description."
+    )
+    async def environment_templates(
+        self, info: Info, project: str, search: str | None = None
+    ) -> list[EnvironmentTemplateType]:
+        rows = await service.list_templates(info.context.actor, project, search)
+        return [EnvironmentTemplateType.of(t) for t in rows]
+
+    @strawberry.field
+    async def environment_template(self, info: Info, id: strawberry.ID) -> EnvironmentTemplateType | None:
+        template = await service.get_template(info.context.actor, id)
+        return EnvironmentTemplateType.of(template) if template else None
+
+    @strawberry.field(description="The profiles a project owns (its PaaS admin's view), newest first.")
+    async def compute_profiles(
+        self,
+        info: Info,
+        project: str,
+        search: str | None = None,
+        first: int | None = None,
+        after: str | None = None,
+    ) -> ComputeProfileConnection:
+        page = await service.list_profiles(info.context.actor, project, search, first, after)
+        edges = [
+            ComputeProfileEdge(node=ComputeProfileType.of(p), cursor=encode_cursor(p.created_at, p.id))
+            for p in page.rows
+        ]
+        return ComputeProfileConnection(
+            edges=edges,
+            page_info=PageInfo(
+                has_next_page=page.has_next,
+                has_previous_page=page.has_previous,
+                start_cursor=edges[0].cursor if edges else None,
+                end_cursor=edges[-1].cursor if edges else None,
+            ),
+            total_count=page.total,
+        )
+
+    @strawberry.field
+    async def compute_profile(self, info: Info, id: strawberry.ID) -> ComputeProfileType | None:
+        profile = await service.get_profile(info.context.actor, id)
+        return ComputeProfileType.of(profile) if profile else None
+
+    @strawberry.field(
+        description="The SKUs a project's users may launch: its own profiles and those shared with it."
+    )
+    async def catalog(self, info: Info, project: str, search: str | None = None) -> list[ComputeProfileType]:
+        return [ComputeProfileType.of(p) for p in await service.catalog(info.context.actor, project, search)]
+
+
+@strawberry.type
+class CatalogMutation:
+    @strawberry.mutation
+    async def create_environment_template(
+        self, info: Info, input: CreateEnvironmentTemplateInput
+    ) -> EnvironmentTemplatePayload:
+        template, errors = await attempt(
+            service.create_template(
+                info.context.actor, input.project, input.name, input.display_name, input.description
+            )
+        )
+        return EnvironmentTemplatePayload(
+            environment_template=EnvironmentTemplateType.of(template) if template else None,
+            user_errors=errors,
+        )
+
+    @strawberry.mutation
+    async def update_environment_template(
+        self, info: Info, input: UpdateEnvironmentTemplateInput
+    ) -> EnvironmentTemplatePayload:
+        template, errors = await attempt(
+            service.update_template(
+                info.context.actor, input.id, input.name, input.display_name, input.description
+            )
+        )
+        return EnvironmentTemplatePayload(
+            environment_template=EnvironmentTemplateType.of(template) if template else None,
+            user_errors=errors,
+        )
+
+    @strawberry.mutation
+    async def add_environment_template_version(
+        self, info: Info, input: AddEnvironmentTemplateVersionInput
+    ) -> EnvironmentTemplateVersionPayload:
+        inputs = [
+            service.InputDefinitionIn(
+                name=i.name,
+                type=i.type.value,
+                description=i.description,
+                required=i.required,
+                default=i.default,
+                options=i.options,
+                pattern=i.pattern,
+                min=i.min,
+                max=i.max,
+                sensitive=i.sensitive,
+            )
+            for i in input.inputs or []
+        ]
+        outputs = [
+            service.OutputDefinitionIn(name=o.name, value=o.value, description=o.description)
+            for o in input.outputs or []
+        ]
+        version, errors = await attempt(
+            service.add_version(
+                info.context.actor,
+                input.template,
+                input.version,
+                input.resources,
+                inputs,
+                outputs,
+                input.state,
+            )
+        )
+        return EnvironmentTemplateVersionPayload(
+            version=EnvironmentTemplateVersionType.of(version) if version else None, user_errors=errors
+        )
+
+    @strawberry.mutation
+    async def set_environment_template_version_state(
+        self, info: Info, id: strawberry.ID, state: VersionState
+    ) -> EnvironmentTemplateVersionPayload:
+        version, errors = await attempt(service.set_version_state(info.context.actor, id, state))
+        return EnvironmentTemplateVersionPayload(
+            version=EnvironmentTemplateVersionType.of(version) if version else None, user_errors=errors
+        )
+
+    @strawberry.mutation
+    async def delete_environment_template(self, info: Info, id: strawberry.ID) -> DeletePayload:
+        return await delete_payload(service.delete_template(info.context.actor, id))
+
+    @strawberry.mutation
+    async def create_compute_profile(
+        self, info: Info, input: CreateComputeProfileInput
+    ) -> ComputeProfilePayload:
+        return _profile_payload(
+            *await attempt(service.create_profile(info.context.actor, input.project, _profile_in(input)))
+        )
+
+    @strawberry.mutation
+    async def update_compute_profile(
+        self, info: Info, input: UpdateComputeProfileInput
+    ) -> ComputeProfilePayload:
+        return _profile_payload(
+            *await attempt(service.update_profile(info.context.actor, input.id, _profile_in(input)))
+        )
+
+    @strawberry.mutation
+    async def set_compute_profile_sharing(
+        self, info: Info, id: strawberry.ID, sharing: SharingInput
+    ) -> ComputeProfilePayload:
+        return _profile_payload(
+            *await attempt(
+                service.set_profile_sharing(info.context.actor, id, sharing.mode, sharing.projects)
+            )
+        )
+
+    @strawberry.mutation
+    async def delete_compute_profile(self, info: Info, id: strawberry.ID) -> DeletePayload:
+        return await delete_payload(service.delete_profile(info.context.actor, id))

@@ -1,0 +1,128 @@
+"""Environment templates (versioned), compute profiles (the SKUs) and their sharing."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from tortoise import fields
+from tortoise.models import Model
+
+from gpupaas.accounts.models import Project
+
+
+class VersionState(str, Enum):
+    DRAFT = "DRAFT"
+    ACTIVE = "ACTIVE"
+    DISABLED = "DISABLED"
+
+
+class AllocationType(str, Enum):
+    DEDICATED = "DEDICATED"
+    SHARED = "SHARED"
+
+
+class SharingMode(str, Enum):
+    NONE = "NONE"
+    ALL_PROJECTS = "ALL_PROJECTS"
+    SELECTED_PROJECTS = "SELECTED_PROJECTS"
+
+
+class Vendor(str, Enum):
+    NVIDIA = "NVIDIA"
+    AMD = "AMD"
+    INTEL = "INTEL"
+    ASCEND = "ASCEND"
+    CPU = "CPU"
+
+
+class EnvironmentTemplate(Model):
+    id = fields.UUIDField(primary_key=True)
+    project: fields.ForeignKeyRelation[Project] = fields.ForeignKeyField(
+        "gpupaas.Project", related_name="environment_templates", on_delete=fields.CASCADE
+    )
+    name = fields.CharField(max_length=63)
+    display_name = fields.CharField(max_length=128)
+    description: str | None = fields.TextField(null=True)
+    built_in = fields.BooleanField(default=False)
+    created_at = fields.DatetimeField(auto_now_add=True)
+    updated_at = fields.DatetimeField(auto_now=True)
+
+    versions: fields.ReverseRelation[EnvironmentTemplateVersion]
+
+    class Meta:
+        table = "environment_templates"
+        unique_together = (("project", "name"),)
+
+
+class EnvironmentTemplateVersion(Model):
+    id = fields.UUIDField(primary_key=True)
+    template: fields.ForeignKeyRelation[EnvironmentTemplate] = fields.ForeignKeyField(
+        "gpupaas.EnvironmentTemplate", related_name="versions", on_delete=fields.CASCADE
+    )
+    version = fields.CharField(max_length=63)
+    state = fields.CharEnumField(VersionState, max_length=16, default=VersionState.DRAFT)
+    resources = fields.TextField()
+    # Lists of definitions as the API shows them (name, type, required, default, ...).
+    inputs: fields.JSONField[list[dict[str, Any]]] = fields.JSONField(default=list)
+    outputs: fields.JSONField[list[dict[str, Any]]] = fields.JSONField(default=list)
+    created_at = fields.DatetimeField(auto_now_add=True)
+
+    class Meta:
+        table = "environment_template_versions"
+        unique_together = (("template", "version"),)
+
+
+class ComputeProfile(Model):
+    id = fields.UUIDField(primary_key=True)
+    project: fields.ForeignKeyRelation[Project] = fields.ForeignKeyField(
+        "gpupaas.Project", related_name="compute_profiles", on_delete=fields.CASCADE
+    )
+    name = fields.CharField(max_length=63)
+    display_name = fields.CharField(max_length=128)
+    description: str | None = fields.TextField(null=True)
+    allocation_type = fields.CharEnumField(AllocationType, max_length=16)
+    # RESTRICT: a version in use cannot vanish under a profile (the service says so first).
+    template_version: fields.ForeignKeyRelation[EnvironmentTemplateVersion] = fields.ForeignKeyField(
+        "gpupaas.EnvironmentTemplateVersion", related_name="profiles", on_delete=fields.RESTRICT
+    )
+    cpu = fields.CharField(max_length=32)
+    memory = fields.CharField(max_length=32)
+    storage = fields.CharField(max_length=32)
+    gpu_count = fields.IntField()
+    gpu_vendor = fields.CharEnumField(Vendor, max_length=16)
+    gpu_model = fields.CharField(max_length=128, null=True)
+    labels: fields.JSONField[list[list[str]]] = fields.JSONField(
+        default=list
+    )  # [[key, value], ...] in the admin's order
+    annotations: fields.JSONField[list[list[str]]] = fields.JSONField(default=list)
+    icon_url: str | None = fields.TextField(null=True)
+    readme: str | None = fields.TextField(null=True)
+    # Rendered once when saved, so that reads never pay for markdown.
+    readme_html: str | None = fields.TextField(null=True)
+    input_settings: fields.JSONField[list[dict[str, Any]]] = fields.JSONField(default=list)
+    output_settings: fields.JSONField[list[dict[str, Any]]] = fields.JSONField(default=list)
+    sharing_mode = fields.CharEnumField(SharingMode, max_length=32, default=SharingMode.NONE)
+    # Bumped by every change that new instances would see; instances keep the one they took.
+    revision = fields.IntField(default=1)
+    created_at = fields.DatetimeField(auto_now_add=True)
+    updated_at = fields.DatetimeField(auto_now=True)
+
+    class Meta:
+        table = "compute_profiles"
+        unique_together = (("project", "name"),)
+        indexes = (("project_id", "created_at"),)
+
+
+class ComputeProfileShare(Model):
+    id = fields.UUIDField(primary_key=True)
+    profile: fields.ForeignKeyRelation[ComputeProfile] = fields.ForeignKeyField(
+        "gpupaas.ComputeProfile", related_name="shares", on_delete=fields.CASCADE
+    )
+    project: fields.ForeignKeyRelation[Project] = fields.ForeignKeyField(
+        "gpupaas.Project", related_name="shared_profiles", on_delete=fields.CASCADE
+    )
+
+    class Meta:
+        table = "compute_profile_shares"
+        unique_together = (("profile", "project"),)

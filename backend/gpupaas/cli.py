@@ -1,0 +1,210 @@
+"""The `gpupaas` command: serve, migrate, users, tokens, projects, members, schema export.
+
+Each command prints a clear error and exits non-zero on bad input; secrets are read from stdin,
+never from the command line (where `ps` and shell history would keep them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from tortoise.exceptions import BaseORMException
+
+from gpupaas import db
+from gpupaas.core.errors import UserErrors
+from gpupaas.settings import Settings, SettingsError
+
+
+class CommandError(Exception):
+    """A failure to report to the person at the terminal, without a traceback."""
+
+
+def _settings() -> Settings:
+    try:
+        return Settings.from_env()
+    except SettingsError as error:
+        raise CommandError(str(error)) from None
+
+
+async def _with_db(settings: Settings, work: Callable[[], Awaitable[Any]]) -> Any:
+    await db.migrate_database(settings.database_url)
+    await db.connect(settings.database_url)
+    try:
+        return await work()
+    finally:
+        await db.close()
+
+
+def _explain(error: UserErrors) -> str:
+    lines = []
+    for problem in error.problems:
+        where = ".".join(p for p in (problem.field or ()) if p != "input")
+        lines.append(f"{where}: {problem.message}" if where else problem.message)
+    return "\n".join(lines)
+
+
+def cmd_serve(args: argparse.Namespace) -> None:
+    import uvicorn
+
+    from gpupaas.app import create_app
+
+    settings = _settings()
+    uvicorn.run(
+        create_app(settings), host=args.host, port=args.port, log_level=args.log_level, proxy_headers=False
+    )
+
+
+def cmd_migrate(args: argparse.Namespace) -> None:
+    settings = _settings()
+    asyncio.run(db.migrate_database(settings.database_url))
+    print("database is up to date")
+
+
+def cmd_create_user(args: argparse.Namespace) -> None:
+    from gpupaas.accounts import service
+
+    if not args.password_stdin:
+        raise CommandError("give the password on standard input with --password-stdin")
+    password = sys.stdin.readline().rstrip("\r\n")
+    settings = _settings()
+
+    async def work() -> Any:
+        return await service.create_user(None, args.username, password, args.platform_admin)
+
+    user = asyncio.run(_with_db(settings, work))
+    role = "platform admin" if user.is_platform_admin else "user"
+    print(f"created {role} {user.username}")
+
+
+def cmd_create_token(args: argparse.Namespace) -> None:
+    from gpupaas.accounts import service
+    from gpupaas.accounts.models import User
+
+    settings = _settings()
+    expires = datetime.now(UTC) + timedelta(days=args.expires_in_days) if args.expires_in_days else None
+    if args.expires_in_days is not None and args.expires_in_days <= 0:
+        raise CommandError("--expires-in-days must be a positive number of days")
+
+    async def work() -> str:
+        user = await User.get_or_none(username=args.username)
+        if user is None:
+            raise CommandError(f'no user named "{args.username}"')
+        actor = await service.actor_for(user)
+        _, secret = await service.create_api_token(actor, args.name, expires)
+        return secret
+
+    print(asyncio.run(_with_db(settings, work)))
+
+
+def cmd_create_project(args: argparse.Namespace) -> None:
+    from gpupaas.accounts import service
+
+    settings = _settings()
+    project = asyncio.run(
+        _with_db(settings, lambda: service.create_project(None, args.name, args.display_name))
+    )
+    print(f"created project {project.name}")
+
+
+def cmd_add_member(args: argparse.Namespace) -> None:
+    from gpupaas.accounts import service
+    from gpupaas.accounts.models import Role
+
+    try:
+        role = Role(args.role.upper())
+    except ValueError:
+        raise CommandError(f"role must be ADMIN or MEMBER, not {args.role!r}") from None
+    settings = _settings()
+    asyncio.run(_with_db(settings, lambda: service.set_member(None, args.project, args.username, role)))
+    print(f"{args.username} is {role.value} of {args.project}")
+
+
+def cmd_export_schema(args: argparse.Namespace) -> None:
+    from gpupaas.graphql.schema import schema_sdl
+
+    sdl = schema_sdl()
+    if args.output:
+        Path(args.output).write_text(sdl)
+    else:
+        sys.stdout.write(sdl)
+
+
+def cmd_makemigrations(args: argparse.Namespace) -> None:
+    async def work() -> list[str]:
+        return [str(w.write()) for w in await db.pending_model_changes()]
+
+    written = asyncio.run(work())
+    print("\n".join(f"wrote {path}" for path in written) or "no changes")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gpupaas", description="gpupaas: a self-hosted GPU PaaS.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the API and the SPA (migrates the database first)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument(
+        "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
+    )
+    serve.set_defaults(func=cmd_serve)
+
+    sub.add_parser("migrate", help="apply database migrations").set_defaults(func=cmd_migrate)
+
+    user = sub.add_parser("create-user", help="create a user (password on stdin)")
+    user.add_argument("--username", required=True)
+    user.add_argument("--platform-admin", action="store_true")
+    user.add_argument("--password-stdin", action="store_true", help="read the password from standard input")
+    user.set_defaults(func=cmd_create_user)
+
+    token = sub.add_parser("create-token", help="create an API token; prints only the secret, once")
+    token.add_argument("--username", required=True)
+    token.add_argument("--name", required=True)
+    token.add_argument("--expires-in-days", type=int, default=None)
+    token.set_defaults(func=cmd_create_token)
+
+    project = sub.add_parser("create-project", help="create a project")
+    project.add_argument("name")
+    project.add_argument("--display-name", default=None)
+    project.set_defaults(func=cmd_create_project)
+
+    member = sub.add_parser("add-member", help="add a user to a project, or change their role")
+    member.add_argument("project")
+    member.add_argument("username")
+    member.add_argument("role", help="ADMIN or MEMBER")
+    member.set_defaults(func=cmd_add_member)
+
+    schema = sub.add_parser("export-schema", help="print the GraphQL schema (SDL)")
+    schema.add_argument("--output", "-o", default=None)
+    schema.set_defaults(func=cmd_export_schema)
+
+    sub.add_parser("makemigrations", help="(development) write a migration for model changes").set_defaults(
+        func=cmd_makemigrations
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except CommandError as error:
+        print(f"gpupaas: error: {error}", file=sys.stderr)
+        return 2
+    except UserErrors as error:
+        print(f"gpupaas: error: {_explain(error)}", file=sys.stderr)
+        return 2
+    except (OSError, BaseORMException) as error:
+        print(f"gpupaas: error: the database cannot be used: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""DataLoaders, built fresh for every request, so that lists never run one query per row."""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from collections.abc import Sequence
+from functools import cached_property
+from typing import Any, TypeVar
+
+from strawberry.dataloader import DataLoader
+from tortoise.models import Model
+
+from gpupaas.accounts.models import Project
+from gpupaas.catalog.models import ComputeProfileShare, EnvironmentTemplate, EnvironmentTemplateVersion
+
+M = TypeVar("M", bound=Model)
+
+
+def _by_id(model: type[M]) -> DataLoader[uuid.UUID, M | None]:
+    async def load(keys: Sequence[uuid.UUID]) -> list[M | None]:
+        rows: list[Any] = await model.filter(id__in=list(keys))
+        found = {row.id: row for row in rows}
+        return [found.get(key) for key in keys]
+
+    return DataLoader(load_fn=load)
+
+
+async def _versions_of_templates(keys: Sequence[uuid.UUID]) -> list[list[EnvironmentTemplateVersion]]:
+    grouped: dict[uuid.UUID, list[EnvironmentTemplateVersion]] = defaultdict(list)
+    rows = await EnvironmentTemplateVersion.filter(template_id__in=list(keys)).order_by("-created_at", "-id")
+    for row in rows:
+        grouped[row.template_id].append(row)  # type: ignore[attr-defined]
+    return [grouped.get(key, []) for key in keys]
+
+
+async def _shares_of_profiles(keys: Sequence[uuid.UUID]) -> list[list[uuid.UUID]]:
+    grouped: dict[uuid.UUID, list[uuid.UUID]] = defaultdict(list)
+    rows = await ComputeProfileShare.filter(profile_id__in=list(keys)).values_list("profile_id", "project_id")
+    for profile_id, project_id in rows:
+        grouped[profile_id].append(project_id)
+    return [grouped.get(key, []) for key in keys]
+
+
+class Loaders:
+    """One of each loader per request; created lazily, so a request pays only for what it uses."""
+
+    @cached_property
+    def project(self) -> DataLoader[uuid.UUID, Project | None]:
+        return _by_id(Project)
+
+    @cached_property
+    def template(self) -> DataLoader[uuid.UUID, EnvironmentTemplate | None]:
+        return _by_id(EnvironmentTemplate)
+
+    @cached_property
+    def version(self) -> DataLoader[uuid.UUID, EnvironmentTemplateVersion | None]:
+        return _by_id(EnvironmentTemplateVersion)
+
+    @cached_property
+    def versions_of_template(self) -> DataLoader[uuid.UUID, list[EnvironmentTemplateVersion]]:
+        return DataLoader(load_fn=_versions_of_templates)
+
+    @cached_property
+    def shares_of_profile(self) -> DataLoader[uuid.UUID, list[uuid.UUID]]:
+        return DataLoader(load_fn=_shares_of_profiles)

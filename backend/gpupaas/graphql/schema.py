@@ -1,0 +1,50 @@
+"""The schema: root types merged from the domains' pieces, with limits and the error policy."""
+
+from __future__ import annotations
+
+import strawberry
+from strawberry.extensions import (
+    DisableIntrospection,
+    MaxAliasesLimiter,
+    MaxTokensLimiter,
+    ParserCache,
+    QueryDepthLimiter,
+    ValidationCache,
+)
+from strawberry.schema.config import StrawberryConfig
+from strawberry.tools import merge_types
+
+from gpupaas.accounts.graphql import AccountsMutation, AccountsQuery
+from gpupaas.catalog.graphql import CatalogMutation, CatalogQuery
+from gpupaas.graphql.extensions import ErrorPolicy
+from gpupaas.settings import Settings
+
+Query = merge_types("Query", (AccountsQuery, CatalogQuery))
+Mutation = merge_types("Mutation", (AccountsMutation, CatalogMutation))
+
+
+def build_schema(settings: Settings | None = None) -> strawberry.Schema:
+    extensions: list[object] = [ErrorPolicy]
+    if settings is not None:
+        # Factories, not instances: strawberry builds fresh extensions per request (the caches
+        # themselves are module-level and shared).
+        depth, aliases, tokens = settings.max_query_depth, settings.max_aliases, settings.max_tokens
+        extensions += [
+            lambda: QueryDepthLimiter(max_depth=depth),
+            lambda: MaxAliasesLimiter(max_alias_count=aliases),
+            lambda: MaxTokensLimiter(max_token_count=tokens),
+            lambda: ParserCache(maxsize=512),
+            lambda: ValidationCache(maxsize=512),
+        ]
+        if not settings.introspection:
+            extensions.append(DisableIntrospection)
+    return strawberry.Schema(
+        query=Query,
+        mutation=Mutation,
+        extensions=extensions,  # type: ignore[arg-type]
+        config=StrawberryConfig(auto_camel_case=True),
+    )
+
+
+def schema_sdl() -> str:
+    return build_schema().as_str() + "\n"

@@ -1,0 +1,132 @@
+"""Settings: the only module that reads the environment (GPUPAAS_*).
+
+Everything else receives a `Settings` instance. Bad values fail at start-up with a message that
+names the variable and says what it accepts.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class SettingsError(ValueError):
+    """A GPUPAAS_* variable holds a value we cannot use."""
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise SettingsError(f"{name}={raw!r}: expected one of true/false, 1/0, yes/no, on/off")
+
+
+def _int(env: Mapping[str, str], name: str, default: int, *, minimum: int = 0) -> int:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise SettingsError(f"{name}={raw!r}: expected a whole number") from None
+    if value < minimum:
+        raise SettingsError(f"{name}={raw!r}: must be at least {minimum}")
+    return value
+
+
+def _database_url(env: Mapping[str, str]) -> str:
+    raw = env.get("GPUPAAS_DATABASE_URL", "").strip()
+    if not raw:
+        return f"sqlite://{Path.cwd() / 'gpupaas.db'}"
+    scheme = raw.split("://", 1)[0] if "://" in raw else ""
+    if scheme not in {"sqlite", "postgres", "postgresql", "asyncpg"}:
+        raise SettingsError(
+            f"GPUPAAS_DATABASE_URL={raw!r}: expected sqlite:///path/to/file.db or "
+            "postgres://user:password@host:5432/database"
+        )
+    if scheme == "postgresql":
+        raw = "postgres://" + raw.split("://", 1)[1]
+    return raw
+
+
+def _secret_key(env: Mapping[str, str], database_url: str) -> str:
+    raw = env.get("GPUPAAS_SECRET_KEY", "").strip()
+    if raw:
+        if len(raw) < 32:
+            raise SettingsError(
+                "GPUPAAS_SECRET_KEY: must be at least 32 characters (e.g. `openssl rand -hex 32`)"
+            )
+        return raw
+    if not database_url.startswith("sqlite://"):
+        raise SettingsError(
+            "GPUPAAS_SECRET_KEY is required with a PostgreSQL database: every process must share it "
+            "(generate one with `openssl rand -hex 32`)"
+        )
+    # The embedded default keeps a key beside the SQLite file so that a restart can still read
+    # what an earlier run encrypted.
+    db_path = Path(database_url.removeprefix("sqlite://"))
+    key_file = db_path.with_name(db_path.name + ".secret")
+    if key_file.exists():
+        return key_file.read_text().strip()
+    key = secrets.token_hex(32)
+    key_file.touch(mode=0o600)
+    key_file.write_text(key)
+    return key
+
+
+def _origins(env: Mapping[str, str]) -> tuple[str, ...]:
+    raw = env.get("GPUPAAS_ALLOWED_ORIGINS", "")
+    origins = tuple(o.strip().rstrip("/") for o in raw.split(",") if o.strip())
+    for origin in origins:
+        if not origin.startswith(("http://", "https://")):
+            raise SettingsError(
+                f"GPUPAAS_ALLOWED_ORIGINS: {origin!r} is not an origin such as http://localhost:5173"
+            )
+    return origins
+
+
+@dataclass(frozen=True)
+class Settings:
+    database_url: str
+    secret_key: str
+    graphiql: bool = True
+    introspection: bool = True
+    max_query_depth: int = 15
+    max_aliases: int = 30
+    max_tokens: int = 5000
+    session_ttl_hours: int = 24 * 7
+    secure_cookies: bool = False
+    allowed_origins: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite://")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        database_url = _database_url(env)
+        return cls(
+            database_url=database_url,
+            secret_key=_secret_key(env, database_url),
+            graphiql=_bool(env, "GPUPAAS_GRAPHIQL", True),
+            introspection=_bool(env, "GPUPAAS_INTROSPECTION", True),
+            max_query_depth=_int(env, "GPUPAAS_MAX_QUERY_DEPTH", 15, minimum=3),
+            max_aliases=_int(env, "GPUPAAS_MAX_ALIASES", 30, minimum=1),
+            max_tokens=_int(env, "GPUPAAS_MAX_TOKENS", 5000, minimum=100),
+            session_ttl_hours=_int(env, "GPUPAAS_SESSION_TTL_HOURS", 24 * 7, minimum=1),
+            secure_cookies=_bool(env, "GPUPAAS_SECURE_COOKIES", False),
+            allowed_origins=_origins(env),
+        )

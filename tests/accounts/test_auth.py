@@ -1,0 +1,133 @@
+"""Signing in: sessions (cookie), API tokens (bearer), and the request rules that keep CSRF out."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from gpupaas.accounts.models import ApiToken
+from tests.conftest import GraphQLClient
+from tests.factories import make_user
+
+LOGIN = """
+mutation($u: String!, $p: String!) {
+  login(username: $u, password: $p) { user { username isPlatformAdmin } userErrors { field message code } }
+}"""
+ME = "{ me { username memberships { project { name } role } } }"
+LOGOUT = "mutation { logout }"
+CREATE_TOKEN = """
+mutation($name: String!, $expiresAt: DateTime) {
+  createApiToken(input: {name: $name, expiresAt: $expiresAt}) {
+    token apiToken { id name createdAt lastUsedAt expiresAt } userErrors { field message code }
+  }
+}"""
+REVOKE = "mutation($id: ID!) { revokeApiToken(id: $id) { deletedId userErrors { field message code } } }"
+TOKENS = "{ apiTokens { id name lastUsedAt } }"
+
+
+async def test_login_sets_an_httponly_lax_cookie_that_signs_in(db: object, gql: GraphQLClient) -> None:
+    await make_user("alice")
+    response = await gql.post(LOGIN, {"u": "alice", "p": "correct horse battery"})
+    assert response.json()["data"]["login"] == {
+        "user": {"username": "alice", "isPlatformAdmin": False},
+        "userErrors": [],
+    }
+    cookie = response.headers["set-cookie"]
+    assert "gpupaas_session=" in cookie
+    assert "HttpOnly" in cookie
+    assert "SameSite=lax" in cookie or "SameSite=Lax" in cookie
+    # the client keeps the cookie: the next request is alice's
+    assert (await gql.data(ME))["me"]["username"] == "alice"
+    await gql.data(LOGOUT)
+    assert (await gql.data(ME))["me"] is None
+
+
+async def test_logout_ends_the_session_on_the_server(db: object, gql: GraphQLClient) -> None:
+    await make_user("alice")
+    response = await gql.post(LOGIN, {"u": "alice", "p": "correct horse battery"})
+    session = response.cookies["gpupaas_session"]
+    await gql.data(LOGOUT)
+    # replaying the old cookie does not work any more
+    gql.http.cookies.set("gpupaas_session", session)
+    assert (await gql.data(ME))["me"] is None
+
+
+async def test_wrong_password_and_unknown_user_get_the_same_answer(db: object, gql: GraphQLClient) -> None:
+    await make_user("alice")
+    wrong = (await gql.data(LOGIN, {"u": "alice", "p": "nope nope nope"}))["login"]
+    unknown = (await gql.data(LOGIN, {"u": "nobody", "p": "nope nope nope"}))["login"]
+    assert (
+        wrong
+        == unknown
+        == {
+            "user": None,
+            "userErrors": [{"field": None, "message": "Wrong username or password.", "code": "INVALID"}],
+        }
+    )
+
+
+async def test_api_token_signs_in_records_use_and_can_be_revoked(db: object, gql: GraphQLClient) -> None:
+    alice = await make_user("alice")
+    created = (await gql.data(CREATE_TOKEN, {"name": "ci"}, token=alice.token))["createApiToken"]
+    secret = created["token"]
+    assert secret.startswith("gpp_") and created["userErrors"] == []
+    assert created["apiToken"]["lastUsedAt"] is None
+    # the server keeps only a hash
+    stored = await ApiToken.get(id=created["apiToken"]["id"])
+    assert secret not in stored.token_hash
+    assert (await gql.data(ME, token=secret))["me"]["username"] == "alice"
+    tokens = {t["name"]: t for t in (await gql.data(TOKENS, token=secret))["apiTokens"]}
+    assert tokens["ci"]["lastUsedAt"] is not None
+    revoked = (await gql.data(REVOKE, {"id": created["apiToken"]["id"]}, token=alice.token))["revokeApiToken"]
+    assert revoked == {"deletedId": created["apiToken"]["id"], "userErrors": []}
+    assert (await gql.data(ME, token=secret))["me"] is None
+
+
+async def test_expired_tokens_do_not_sign_in(db: object, gql: GraphQLClient) -> None:
+    alice = await make_user("alice")
+    soon = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+    created = (await gql.data(CREATE_TOKEN, {"name": "short", "expiresAt": soon}, token=alice.token))[
+        "createApiToken"
+    ]
+    await ApiToken.filter(id=created["apiToken"]["id"]).update(
+        expires_at=datetime.now(UTC) - timedelta(seconds=1)
+    )
+    assert (await gql.data(ME, token=created["token"]))["me"] is None
+
+
+async def test_token_input_errors(db: object, gql: GraphQLClient) -> None:
+    alice = await make_user("alice")
+    past = (datetime.now(UTC) - timedelta(days=1)).isoformat()
+    errors = (await gql.data(CREATE_TOKEN, {"name": "old", "expiresAt": past}, token=alice.token))[
+        "createApiToken"
+    ]
+    assert errors["userErrors"] == [
+        {"field": ["input", "expiresAt"], "message": "must be in the future", "code": "INVALID"}
+    ]
+    taken = (await gql.data(CREATE_TOKEN, {"name": "tests"}, token=alice.token))["createApiToken"]
+    assert taken["userErrors"][0]["code"] == "TAKEN"
+
+
+async def test_someone_elses_token_cannot_be_revoked(db: object, gql: GraphQLClient) -> None:
+    alice, bob = await make_user("alice"), await make_user("bob")
+    bobs = (await gql.data(TOKENS, token=bob.token))["apiTokens"][0]["id"]
+    result = (await gql.data(REVOKE, {"id": bobs}, token=alice.token))["revokeApiToken"]
+    assert result["userErrors"][0]["code"] == "NOT_FOUND"
+    assert (await gql.data(ME, token=bob.token))["me"]["username"] == "bob"
+
+
+async def test_posts_must_be_json(db: object, gql: GraphQLClient) -> None:
+    # a form on another site can post urlencoded or multipart bodies with the cookie: refused
+    for content_type, body in [
+        ("application/x-www-form-urlencoded", "query=mutation%20%7B%20logout%20%7D"),
+        ("text/plain", '{"query": "mutation { logout }"}'),
+        ("multipart/form-data; boundary=x", "--x\r\n"),
+    ]:
+        response = await gql.http.post("/graphql", content=body, headers={"content-type": content_type})
+        assert response.status_code in (400, 415), (content_type, response.status_code)
+
+
+async def test_mutations_over_get_are_refused(db: object, gql: GraphQLClient) -> None:
+    response = await gql.http.get("/graphql", params={"query": "mutation { logout }"})
+    assert response.status_code in (400, 405)
+    ok = await gql.http.get("/graphql", params={"query": "{ me { username } }"})
+    assert ok.status_code == 200 and ok.json() == {"data": {"me": None}}

@@ -1,0 +1,212 @@
+"""Shared test set-up: a real database per test (SQLite, and PostgreSQL when it answers) and a
+GraphQL client that talks to the real app.
+
+`pytest` runs on SQLite; `pytest --db=postgres` runs the tests that use `db` on PostgreSQL (only
+those: the others do not touch a database). `make test` runs both, in two processes, because
+Tortoise binds its models to one dialect per process. PostgreSQL is the one from
+GPUPAAS_TEST_POSTGRES_URL, else the machine's server at 127.0.0.1:5432; when neither answers the
+PostgreSQL run is skipped, unless GPUPAAS_TEST_POSTGRES_URL was set (then it fails).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import socket
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from tortoise import Tortoise
+
+from gpupaas import db as gdb
+from gpupaas.app import create_app
+from gpupaas.catalog.service import sync_builtin_templates
+from gpupaas.settings import Settings
+
+DEFAULT_POSTGRES = "postgres://postgres@127.0.0.1:5432/test"
+
+
+def _postgres_admin_url() -> str | None:
+    explicit = os.environ.get("GPUPAAS_TEST_POSTGRES_URL")
+    if explicit:
+        return explicit
+    try:
+        with socket.create_connection(("127.0.0.1", 5432), timeout=0.5):
+            return DEFAULT_POSTGRES
+    except OSError:
+        return None
+
+
+def _with_database(url: str, name: str) -> str:
+    base, _, _ = url.rpartition("/")
+    return f"{base}/{name}"
+
+
+async def _admin_execute(url: str, sql: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(url.replace("postgres://", "postgresql://", 1))
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--db", choices=["sqlite", "postgres"], default="sqlite", help="the database the tests use"
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--db") != "postgres":
+        return
+    keep = [i for i in items if "db" in getattr(i, "fixturenames", ())]
+    dropped = [i for i in items if i not in keep]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+
+@dataclass
+class Database:
+    kind: str
+    url: str
+
+
+@pytest.fixture(scope="session")
+def database_kind(pytestconfig: pytest.Config) -> str:
+    kind: str = pytestconfig.getoption("--db")
+    return kind
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One migrated SQLite file; each test gets a copy (migrating is the slow part)."""
+    path = tmp_path_factory.mktemp("sqlite") / "template.db"
+    asyncio.run(gdb.migrate_database(f"sqlite://{path}"))
+    return path
+
+
+@pytest.fixture(scope="session")
+def postgres_database(database_kind: str) -> Iterator[str | None]:
+    """A database of our own on the PostgreSQL server, migrated once, dropped at the end."""
+    admin = _postgres_admin_url() if database_kind == "postgres" else None
+    if admin is None:
+        yield None
+        return
+    name = f"gpupaas_test_{uuid.uuid4().hex[:10]}"
+    url = _with_database(admin, name)
+    asyncio.run(_admin_execute(admin, f'CREATE DATABASE "{name}"'))
+    try:
+        asyncio.run(gdb.migrate_database(url))
+        yield url
+    finally:
+        asyncio.run(_admin_execute(admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+async def _truncate_all() -> None:
+    conn = Tortoise.get_connection("default")
+    tables = sorted({m._meta.db_table for m in Tortoise.apps["gpupaas"].values()})  # type: ignore[index]
+    await conn.execute_script(f"TRUNCATE {', '.join(tables)} CASCADE")
+
+
+@pytest.fixture
+async def db(
+    database_kind: str, tmp_path: Path, sqlite_template: Path, postgres_database: str | None
+) -> AsyncIterator[Database]:
+    if database_kind == "sqlite":
+        path = tmp_path / "gpupaas.db"
+        shutil.copyfile(sqlite_template, path)
+        database = Database("sqlite", f"sqlite://{path}")
+        await gdb.connect(database.url)
+    else:
+        url = postgres_database
+        if url is None:
+            if os.environ.get("GPUPAAS_TEST_POSTGRES_URL"):
+                pytest.fail("GPUPAAS_TEST_POSTGRES_URL is set but PostgreSQL does not answer")
+            pytest.skip("no PostgreSQL server at 127.0.0.1:5432 (set GPUPAAS_TEST_POSTGRES_URL)")
+        database = Database("postgres", url)
+        await gdb.connect(database.url)
+        await _truncate_all()
+    await sync_builtin_templates()
+    try:
+        yield database
+    finally:
+        await gdb.close()
+
+
+@pytest.fixture
+def settings(db: Database) -> Settings:
+    return Settings(database_url=db.url, secret_key="k" * 64)
+
+
+class GraphQLClient:
+    """Posts operations to the real app; `token` signs in as that API token's user."""
+
+    def __init__(self, http: httpx.AsyncClient) -> None:
+        self.http = http
+
+    async def post(
+        self, query: str, variables: dict[str, Any] | None = None, token: str | None = None
+    ) -> httpx.Response:
+        headers = {"authorization": f"Bearer {token}"} if token else {}
+        return await self.http.post(
+            "/graphql", json={"query": query, "variables": variables or {}}, headers=headers
+        )
+
+    async def __call__(
+        self, query: str, variables: dict[str, Any] | None = None, token: str | None = None
+    ) -> dict[str, Any]:
+        response = await self.post(query, variables, token)
+        assert response.status_code == 200, response.text
+        body: dict[str, Any] = response.json()
+        return body
+
+    async def data(
+        self, query: str, variables: dict[str, Any] | None = None, token: str | None = None
+    ) -> dict[str, Any]:
+        body = await self(query, variables, token)
+        assert "errors" not in body, body["errors"]
+        data: dict[str, Any] = body["data"]
+        return data
+
+
+@pytest.fixture
+async def gql(settings: Settings) -> AsyncIterator[GraphQLClient]:
+    app = create_app(settings, migrate=False)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
+        yield GraphQLClient(http)
+
+
+class QueryCounter(logging.Handler):
+    """Counts the SQL statements Tortoise sends (its db_client logger, at DEBUG)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.statements: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.statements.append(record.getMessage())
+
+
+@pytest.fixture
+def count_queries() -> Iterator[QueryCounter]:
+    logger = logging.getLogger("tortoise.db_client")
+    counter = QueryCounter()
+    previous = logger.level
+    logger.setLevel(logging.DEBUG)
+    logger.addHandler(counter)
+    try:
+        yield counter
+    finally:
+        logger.removeHandler(counter)
+        logger.setLevel(previous)

@@ -1,0 +1,133 @@
+"""Plain async factories for tests: each makes one thing through the services and returns it."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+from gpupaas.accounts import service as accounts
+from gpupaas.accounts.models import Project, Role, User
+from gpupaas.catalog import service as catalog
+from gpupaas.catalog.models import (
+    AllocationType,
+    ComputeProfile,
+    EnvironmentTemplate,
+    EnvironmentTemplateVersion,
+    Vendor,
+    VersionState,
+)
+
+_seq = itertools.count(1)
+
+NAMESPACE_YAML = """\
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: "{{ instance.namespace }}"
+  labels:
+    team: "{{ inputs.team }}"
+---
+apiVersion: v1
+kind: ResourceQuota
+metadata:
+  name: quota
+  namespace: "{{ instance.namespace }}"
+spec:
+  hard:
+    requests.cpu: "{{ resources.cpu }}"
+    requests.memory: "{{ resources.memory }}"
+"""
+
+NAMESPACE_INPUTS = [
+    catalog.InputDefinitionIn(name="team", type="STRING", required=True, pattern="^[a-z]+$", default="ml"),
+    catalog.InputDefinitionIn(name="size", type="STRING", options=["small", "large"], default="small"),
+]
+NAMESPACE_OUTPUTS = [
+    catalog.OutputDefinitionIn(name="namespace", value="{{ instance.namespace }}"),
+    catalog.OutputDefinitionIn(name="team", value="team {{ inputs.team }}"),
+]
+
+
+@dataclass
+class Person:
+    user: User
+    token: str
+
+    @property
+    def username(self) -> str:
+        return self.user.username
+
+
+async def make_user(username: str | None = None, *, platform_admin: bool = False) -> Person:
+    user = await accounts.create_user(
+        None, username or f"user{next(_seq)}", "correct horse battery", platform_admin
+    )
+    _, token = await accounts.create_api_token(await accounts.actor_for(user), "tests", None)
+    return Person(user=user, token=token)
+
+
+async def make_project(name: str | None = None, **members: Role) -> Project:
+    """`make_project("ml", alice=Role.ADMIN)` also adds the named users as members."""
+    project = await accounts.create_project(None, name or f"project-{next(_seq)}", None)
+    for username, role in members.items():
+        await accounts.set_member(None, project.name, username, role)
+    return project
+
+
+async def add_member(project: Project, person: Person, role: Role) -> None:
+    await accounts.set_member(None, project.name, person.username, role)
+
+
+async def platform_actor() -> accounts.Actor:
+    admin = await User.get_or_none(username="root-factory")
+    if admin is None:
+        admin = await accounts.create_user(None, "root-factory", "correct horse battery", True)
+    return await accounts.actor_for(admin)
+
+
+async def make_template(project: Project, name: str | None = None) -> EnvironmentTemplate:
+    return await catalog.create_template(
+        await platform_actor(), project.name, name or f"tmpl-{next(_seq)}", None, None
+    )
+
+
+async def make_version(
+    template: EnvironmentTemplate,
+    *,
+    version: str | None = None,
+    resources: str = NAMESPACE_YAML,
+    inputs: list[catalog.InputDefinitionIn] | None = None,
+    outputs: list[catalog.OutputDefinitionIn] | None = None,
+    state: VersionState = VersionState.ACTIVE,
+) -> EnvironmentTemplateVersion:
+    return await catalog.add_version(
+        await platform_actor(),
+        str(template.id),
+        version or f"1.0.{next(_seq)}",
+        resources,
+        NAMESPACE_INPUTS if inputs is None else inputs,
+        NAMESPACE_OUTPUTS if outputs is None else outputs,
+        state,
+    )
+
+
+async def make_profile(
+    project: Project, version: EnvironmentTemplateVersion | None = None, **fields: Any
+) -> ComputeProfile:
+    if version is None:
+        version = await make_version(await make_template(project))
+    data = catalog.ProfileIn(
+        name=fields.pop("name", f"profile-{next(_seq)}"),
+        display_name=fields.pop("display_name", "Small GPU"),
+        allocation_type=fields.pop("allocation_type", AllocationType.SHARED),
+        template_version_id=str(version.id),
+        resources=fields.pop(
+            "resources",
+            catalog.ResourcesIn(
+                cpu="4", memory="16Gi", storage="100Gi", gpu_count=1, gpu_vendor=Vendor.NVIDIA
+            ),
+        ),
+        **fields,
+    )
+    return await catalog.create_profile(await platform_actor(), project.name, data)

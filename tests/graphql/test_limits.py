@@ -1,0 +1,92 @@
+"""The GraphQL endpoint's guards: depth, alias and token limits, masked errors, GraphiQL switch."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import replace
+
+import httpx
+import pytest
+
+from gpupaas.app import create_app
+from gpupaas.catalog import service as catalog
+from gpupaas.settings import Settings
+from tests.conftest import GraphQLClient
+from tests.factories import make_user
+
+
+async def test_deep_queries_are_refused(db: object, gql: GraphQLClient) -> None:
+    alice = await make_user("alice")
+    nested = (
+        '{ catalog(project: "x") { '
+        + "environmentTemplate { versions { template { " * 5
+        + "name"
+        + " } } }" * 5
+        + " } }"
+    )
+    body = await gql(nested, token=alice.token)
+    assert body["errors"][0]["message"].startswith("'anonymous' exceeds maximum operation depth")
+    assert "data" not in body or body["data"] is None
+
+
+async def test_too_many_aliases_are_refused(db: object, gql: GraphQLClient) -> None:
+    query = "{ " + " ".join(f"a{i}: me {{ username }}" for i in range(40)) + " }"
+    body = await gql(query)
+    assert "aliases" in body["errors"][0]["message"].lower()
+
+
+async def test_too_many_tokens_are_refused(db: object, gql: GraphQLClient) -> None:
+    query = "{ me { " + " ".join(["username"] * 6000) + " } }"
+    response = await gql.post(query)
+    assert "token" in response.text.lower()
+    assert "errors" in response.json()
+
+
+async def test_unexpected_errors_are_masked(
+    db: object, gql: GraphQLClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alice = await make_user("alice")
+
+    async def broken(*args: object) -> None:
+        raise RuntimeError("SELECT secret FROM users -- internal detail")
+
+    monkeypatch.setattr(catalog, "catalog", broken)
+    body = await gql('{ catalog(project: "ml") { name } }', token=alice.token)
+    assert body["errors"] == [
+        {
+            "message": "Unexpected error.",
+            "locations": [{"line": 1, "column": 3}],
+            "path": ["catalog"],
+            "extensions": {"code": "INTERNAL"},
+        }
+    ]
+    assert "SELECT" not in str(body)
+
+
+async def test_validation_errors_say_what_is_wrong(db: object, gql: GraphQLClient) -> None:
+    body = await gql("{ nope }")
+    assert body["errors"][0]["extensions"]["code"] == "GRAPHQL_VALIDATION_FAILED"
+    assert "nope" in body["errors"][0]["message"]
+
+
+@pytest.fixture
+async def locked_down(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(replace(settings, graphiql=False, introspection=False), migrate=False)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://testserver"
+    ) as http:
+        yield http
+
+
+async def test_graphiql_is_served_and_can_be_switched_off(
+    db: object, gql: GraphQLClient, locked_down: httpx.AsyncClient
+) -> None:
+    page = await gql.http.get("/graphql", headers={"accept": "text/html"})
+    assert page.status_code == 200 and "graphiql" in page.text.lower()
+    off = await locked_down.get("/graphql", headers={"accept": "text/html"})
+    assert "graphiql" not in off.text.lower()
+
+
+async def test_introspection_can_be_switched_off(db: object, locked_down: httpx.AsyncClient) -> None:
+    response = await locked_down.post("/graphql", json={"query": "{ __schema { types { name } } }"})
+    assert "introspection" in response.text.lower()

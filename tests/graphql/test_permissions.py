@@ -1,0 +1,257 @@
+"""Walks every query and mutation as anonymous, as an outsider (a member of another project), as a
+MEMBER and as an ADMIN of the project, and checks the contract's rules: UNAUTHENTICATED when not
+signed in, FORBIDDEN when signed in but not allowed, and objects of other projects reported
+exactly as if they did not exist (null, or NOT_FOUND).
+
+A new root field fails `test_every_root_field_is_walked` until it is added here.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from gpupaas.accounts import service as accounts
+from gpupaas.accounts.models import Role
+from gpupaas.graphql.schema import build_schema
+from tests.conftest import GraphQLClient
+from tests.factories import make_profile, make_project, make_template, make_user, make_version
+
+ROLES = ("anonymous", "outsider", "member", "admin")
+UNAUTH, FORBIDDEN, NOT_FOUND, OK = "UNAUTHENTICATED", "FORBIDDEN", "NOT_FOUND", "OK"
+# The usual shape: reads for members, writes for admins, nothing for outsiders.
+READ = {"anonymous": UNAUTH, "outsider": NOT_FOUND, "member": OK, "admin": OK}
+WRITE = {"anonymous": UNAUTH, "outsider": NOT_FOUND, "member": FORBIDDEN, "admin": OK}
+SELF = {"anonymous": UNAUTH, "outsider": OK, "member": OK, "admin": OK}
+PLATFORM = {"anonymous": UNAUTH, "outsider": FORBIDDEN, "member": FORBIDDEN, "admin": FORBIDDEN}
+PUBLIC = {"anonymous": OK, "outsider": OK, "member": OK, "admin": OK}
+
+_names = itertools.count(1)
+
+
+@dataclass
+class World:
+    template: str
+    version: str
+    profile: str
+    spare_templates: list[str]
+    spare_profiles: list[str]
+    admin_token_id: str
+
+
+@dataclass
+class Op:
+    field: str
+    query: str
+    variables: Callable[[World], dict[str, Any]]
+    expect: dict[str, str]
+
+
+def _uniq(prefix: str) -> str:
+    return f"walk-{prefix}-{next(_names)}"
+
+
+RESOURCES = {"cpu": "1", "memory": "1Gi", "storage": "1Gi", "gpuCount": 0, "gpuVendor": "CPU"}
+VERSION_YAML = 'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "{{ instance.namespace }}"\n'
+
+OPS = [
+    Op("me", "{ me { username } }", lambda w: {}, PUBLIC),
+    Op("projects", "{ projects { name } }", lambda w: {}, SELF),
+    Op("project", 'query { project(name: "ml") { name } }', lambda w: {}, READ),
+    Op("apiTokens", "{ apiTokens { name } }", lambda w: {}, SELF),
+    Op("environmentTemplates", '{ environmentTemplates(project: "ml") { name } }', lambda w: {}, READ),
+    Op(
+        "environmentTemplate",
+        "query($id: ID!) { environmentTemplate(id: $id) { name } }",
+        lambda w: {"id": w.template},
+        READ,
+    ),
+    Op(
+        "computeProfiles",
+        '{ computeProfiles(project: "ml") { totalCount } }',
+        lambda w: {},
+        {"anonymous": UNAUTH, "outsider": NOT_FOUND, "member": FORBIDDEN, "admin": OK},
+    ),
+    Op(
+        "computeProfile",
+        "query($id: ID!) { computeProfile(id: $id) { name } }",
+        lambda w: {"id": w.profile},
+        READ,
+    ),
+    Op("catalog", '{ catalog(project: "ml") { name } }', lambda w: {}, READ),
+    Op(
+        "login",
+        'mutation { login(username: "nobody", password: "whatever1") { user { username } } }',
+        lambda w: {},
+        PUBLIC,
+    ),
+    Op("logout", "mutation { logout }", lambda w: {}, PUBLIC),
+    Op(
+        "createApiToken",
+        "mutation($n: String!) { createApiToken(input: {name: $n}) { token userErrors { code } } }",
+        lambda w: {"n": _uniq("token")},
+        SELF,
+    ),
+    Op(
+        "revokeApiToken",
+        "mutation($id: ID!) { revokeApiToken(id: $id) { deletedId userErrors { code } } }",
+        lambda w: {"id": w.admin_token_id},
+        {"anonymous": UNAUTH, "outsider": NOT_FOUND, "member": NOT_FOUND, "admin": OK},
+    ),
+    Op(
+        "createUser",
+        'mutation($u: String!) { createUser(input: {username: $u, password: "long enough"}) { user { id } userErrors { code } } }',
+        lambda w: {"u": _uniq("user")},
+        PLATFORM,
+    ),
+    Op(
+        "createProject",
+        "mutation($n: String!) { createProject(input: {name: $n}) { project { id } userErrors { code } } }",
+        lambda w: {"n": _uniq("proj")},
+        PLATFORM,
+    ),
+    Op(
+        "setProjectMember",
+        'mutation { setProjectMember(input: {project: "ml", username: "dave", role: MEMBER}) { membership { role } userErrors { code } } }',
+        lambda w: {},
+        WRITE,
+    ),
+    Op(
+        "createEnvironmentTemplate",
+        'mutation($n: String!) { createEnvironmentTemplate(input: {project: "ml", name: $n}) { environmentTemplate { id } userErrors { code } } }',
+        lambda w: {"n": _uniq("tmpl")},
+        WRITE,
+    ),
+    Op(
+        "updateEnvironmentTemplate",
+        'mutation($id: ID!) { updateEnvironmentTemplate(input: {id: $id, displayName: "X"}) { environmentTemplate { id } userErrors { code } } }',
+        lambda w: {"id": w.template},
+        WRITE,
+    ),
+    Op(
+        "addEnvironmentTemplateVersion",
+        "mutation($id: ID!, $v: String!, $r: String!) { addEnvironmentTemplateVersion(input: {template: $id, version: $v, resources: $r}) { version { id } userErrors { code message } } }",
+        lambda w: {"id": w.template, "v": _uniq("v"), "r": VERSION_YAML},
+        WRITE,
+    ),
+    Op(
+        "setEnvironmentTemplateVersionState",
+        "mutation($id: ID!) { setEnvironmentTemplateVersionState(id: $id, state: ACTIVE) { version { id } userErrors { code } } }",
+        lambda w: {"id": w.version},
+        WRITE,
+    ),
+    Op(
+        "deleteEnvironmentTemplate",
+        "mutation($id: ID!) { deleteEnvironmentTemplate(id: $id) { deletedId userErrors { code } } }",
+        lambda w: {"id": w.spare_templates.pop()},
+        WRITE,
+    ),
+    Op(
+        "createComputeProfile",
+        'mutation($n: String!, $v: ID!, $r: ComputeResourcesInput!) { createComputeProfile(input: {project: "ml", name: $n, displayName: "P", allocationType: SHARED, environmentTemplateVersion: $v, resources: $r}) { computeProfile { id } userErrors { code message } } }',
+        lambda w: {"n": _uniq("sku"), "v": w.version, "r": RESOURCES},
+        WRITE,
+    ),
+    Op(
+        "updateComputeProfile",
+        'mutation($id: ID!) { updateComputeProfile(input: {id: $id, displayName: "Renamed"}) { computeProfile { id } userErrors { code message } } }',
+        lambda w: {"id": w.profile},
+        WRITE,
+    ),
+    Op(
+        "setComputeProfileSharing",
+        "mutation($id: ID!) { setComputeProfileSharing(id: $id, sharing: {mode: NONE}) { computeProfile { id } userErrors { code } } }",
+        lambda w: {"id": w.profile},
+        WRITE,
+    ),
+    Op(
+        "deleteComputeProfile",
+        "mutation($id: ID!) { deleteComputeProfile(id: $id) { deletedId userErrors { code } } }",
+        lambda w: {"id": w.spare_profiles.pop()},
+        WRITE,
+    ),
+]
+
+
+def outcome(body: dict[str, Any], field: str) -> str:
+    if body.get("errors"):
+        return str(body["errors"][0].get("extensions", {}).get("code"))
+    value = body["data"][field]
+    if value is None and field not in ("me",):
+        return NOT_FOUND
+    if isinstance(value, dict) and value.get("userErrors"):
+        return str(value["userErrors"][0]["code"])
+    return OK
+
+
+async def _world() -> tuple[World, dict[str, str | None]]:
+    outsider = await make_user("carol")
+    member = await make_user("bob")
+    admin = await make_user("alice")
+    await make_user("dave")
+    ml = await make_project("ml", alice=Role.ADMIN, bob=Role.MEMBER)
+    await make_project("other", carol=Role.ADMIN)
+    template = await make_template(ml)
+    version = await make_version(template)
+    profile = await make_profile(ml, version)
+    spare_templates = [str((await make_template(ml)).id) for _ in ROLES]
+    spare_profiles = [str((await make_profile(ml, version)).id) for _ in ROLES]
+    spare_token, _ = await accounts.create_api_token(await accounts.actor_for(admin.user), "spare", None)
+    world = World(
+        template=str(template.id),
+        version=str(version.id),
+        profile=str(profile.id),
+        spare_templates=spare_templates,
+        spare_profiles=spare_profiles,
+        admin_token_id=str(spare_token.id),
+    )
+    tokens: dict[str, str | None] = {
+        "anonymous": None,
+        "outsider": outsider.token,
+        "member": member.token,
+        "admin": admin.token,
+    }
+    return world, tokens
+
+
+async def test_every_operation_follows_the_access_rules(db: object, gql: GraphQLClient) -> None:
+    world, tokens = await _world()
+    mismatches = []
+    for op in OPS:
+        for role in ROLES:
+            body = await gql(op.query, op.variables(world), token=tokens[role])
+            got = outcome(body, op.field)
+            if got != op.expect[role]:
+                mismatches.append(f"{op.field} as {role}: expected {op.expect[role]}, got {got}: {body}")
+            # nothing unexpected ever leaks a trace
+            for error in body.get("errors") or []:
+                assert "Traceback" not in str(error) and "SELECT" not in str(error)
+    assert mismatches == []
+
+
+async def test_outsiders_do_not_see_other_projects_in_lists(db: object, gql: GraphQLClient) -> None:
+    _, tokens = await _world()
+    projects = (await gql.data("{ projects { name } }", token=tokens["outsider"]))["projects"]
+    assert [p["name"] for p in projects] == ["other"]
+    # the missing and the hidden look the same
+    hidden = await gql('{ catalog(project: "ml") { name } }', token=tokens["outsider"])
+    missing = await gql('{ catalog(project: "nope") { name } }', token=tokens["outsider"])
+    assert hidden["errors"][0]["extensions"] == missing["errors"][0]["extensions"] == {"code": "NOT_FOUND"}
+
+
+async def test_platform_admins_may_do_everything(db: object, gql: GraphQLClient) -> None:
+    world, _ = await _world()
+    root = await make_user("root", platform_admin=True)
+    for op in OPS:
+        body = await gql(op.query, op.variables(world), token=root.token)
+        assert outcome(body, op.field) == OK, (op.field, body)
+
+
+def test_every_root_field_is_walked() -> None:
+    schema = build_schema()._schema
+    assert schema.query_type is not None and schema.mutation_type is not None
+    roots = set(schema.query_type.fields) | set(schema.mutation_type.fields)
+    walked = {op.field for op in OPS}
+    assert roots == walked, {"not walked": roots - walked, "gone": walked - roots}

@@ -1,0 +1,60 @@
+"""Settings come from GPUPAAS_* variables only, and a bad value names the variable and the fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpupaas.settings import Settings, SettingsError
+
+
+def test_defaults_run_the_embedded_product(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    settings = Settings.from_env({})
+    assert settings.database_url == f"sqlite://{tmp_path / 'gpupaas.db'}"
+    assert settings.graphiql and settings.introspection and not settings.secure_cookies
+    # the generated key is kept beside the database and reused
+    assert len(settings.secret_key) == 64
+    assert Settings.from_env({}).secret_key == settings.secret_key
+    assert (tmp_path / "gpupaas.db.secret").stat().st_mode & 0o777 == 0o600
+
+
+def test_postgres_urls_and_required_secret() -> None:
+    with pytest.raises(SettingsError, match="GPUPAAS_SECRET_KEY is required"):
+        Settings.from_env({"GPUPAAS_DATABASE_URL": "postgres://u@h/db"})
+    settings = Settings.from_env(
+        {"GPUPAAS_DATABASE_URL": "postgresql://u@h/db", "GPUPAAS_SECRET_KEY": "x" * 32}
+    )
+    assert settings.database_url == "postgres://u@h/db" and not settings.is_sqlite
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"GPUPAAS_DATABASE_URL": "mysql://x"}, "GPUPAAS_DATABASE_URL='mysql://x': expected sqlite"),
+        ({"GPUPAAS_SECRET_KEY": "short"}, "at least 32 characters"),
+        ({"GPUPAAS_GRAPHIQL": "maybe"}, "GPUPAAS_GRAPHIQL='maybe': expected one of true/false"),
+        ({"GPUPAAS_MAX_QUERY_DEPTH": "ten"}, "expected a whole number"),
+        ({"GPUPAAS_MAX_QUERY_DEPTH": "1"}, "must be at least 3"),
+        ({"GPUPAAS_ALLOWED_ORIGINS": "localhost:5173"}, "is not an origin"),
+    ],
+)
+def test_bad_values_say_what_to_do(env: dict[str, str], message: str, tmp_path: Path) -> None:
+    env = {"GPUPAAS_DATABASE_URL": f"sqlite://{tmp_path}/x.db", **env}
+    with pytest.raises(SettingsError, match=message.replace("(", r"\(").replace("?", r"\?")):
+        Settings.from_env(env)
+
+
+def test_switches(tmp_path: Path) -> None:
+    settings = Settings.from_env(
+        {
+            "GPUPAAS_DATABASE_URL": f"sqlite://{tmp_path}/x.db",
+            "GPUPAAS_GRAPHIQL": "off",
+            "GPUPAAS_INTROSPECTION": "0",
+            "GPUPAAS_SECURE_COOKIES": "yes",
+            "GPUPAAS_ALLOWED_ORIGINS": "http://localhost:5173/, https://studio.example.com",
+        }
+    )
+    assert not settings.graphiql and not settings.introspection and settings.secure_cookies
+    assert settings.allowed_origins == ("http://localhost:5173", "https://studio.example.com")
