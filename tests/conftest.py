@@ -11,6 +11,7 @@ PostgreSQL run is skipped, unless GPUPAAS_TEST_POSTGRES_URL was set (then it fai
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import shutil
@@ -136,8 +137,8 @@ async def db(
         database = Database("postgres", url)
         await gdb.connect(database.url)
         await _truncate_all()
-    await sync_builtin_templates()
     try:
+        await sync_builtin_templates()
         yield database
     finally:
         await gdb.close()
@@ -157,10 +158,12 @@ class GraphQLClient:
     async def post(
         self, query: str, variables: dict[str, Any] | None = None, token: str | None = None
     ) -> httpx.Response:
-        headers = {"authorization": f"Bearer {token}"} if token else {}
-        return await self.http.post(
-            "/graphql", json={"query": query, "variables": variables or {}}, headers=headers
-        )
+        headers = {"content-type": "application/json"}
+        if token:
+            headers["authorization"] = f"Bearer {token}"
+        # json.dumps escapes what UTF-8 cannot carry (an unpaired surrogate), as browsers do
+        body = json.dumps({"query": query, "variables": variables or {}})
+        return await self.http.post("/graphql", content=body, headers=headers)
 
     async def __call__(
         self, query: str, variables: dict[str, Any] | None = None, token: str | None = None

@@ -26,3 +26,8 @@ async def test_readyz_follows_the_database(db: Database, gql: GraphQLClient) -> 
         assert down.status_code == 503 and down.json() == {"status": "unavailable", "database": "unreachable"}
     finally:
         await gdb.close()
+
+
+async def test_the_root_says_where_the_api_is(db: Database, gql: GraphQLClient) -> None:
+    page = await gql.http.get("/")
+    assert page.status_code == 200 and 'href="/graphql"' in page.text

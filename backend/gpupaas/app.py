@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
@@ -70,6 +72,48 @@ class GraphQLApp(GraphQL[Context, None]):
         )
 
 
+MAX_BODY_BYTES = 4 * 1024 * 1024  # the largest field (a template's resources) is capped at 512 KiB
+
+
+class BodySizeLimit:
+    """Refuses request bodies over MAX_BODY_BYTES with 413, before they are read into memory."""
+
+    def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
+            await self._refuse(scope, receive, send)
+            return
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.limit:
+                raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, limited, send)
+        except _TooLarge:
+            await self._refuse(scope, receive, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = PlainTextResponse(f"Request body over {self.limit} bytes.", status_code=413)
+        await response(scope, receive, send)
+
+
+class _TooLarge(Exception):
+    pass
+
+
 async def healthz(request: Request) -> Response:
     return JSONResponse({"status": "ok"})
 
@@ -104,4 +148,15 @@ def create_app(settings: Settings, *, migrate: bool = True) -> Starlette:
     ]
     if STATIC_DIR.is_dir():
         routes.append(Mount("/", StaticFiles(directory=STATIC_DIR, html=True), name="spa"))
-    return Starlette(routes=routes, lifespan=lifespan)
+    else:
+        routes.append(Route("/", landing))
+    return Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(BodySizeLimit)])
+
+
+async def landing(request: Request) -> Response:
+    """Until the SPA is built into static/, / says where the API is."""
+    return HTMLResponse(
+        "<!doctype html><title>gpupaas</title><h1>gpupaas is running</h1>"
+        '<p>The GraphQL API (with GraphiQL) is at <a href="/graphql">/graphql</a>; '
+        'health at <a href="/healthz">/healthz</a> and <a href="/readyz">/readyz</a>.</p>'
+    )

@@ -23,6 +23,7 @@ from gpupaas.core import validation
 from gpupaas.core.errors import Collector, ErrorCode, Forbidden, NotAuthenticated, UserErrors
 
 SYSTEM_PROJECT = "gpupaas-system"
+PROJECT_NAME_MAX = 63
 TOKEN_PREFIX = "gpp_"
 _USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
 _hasher = PasswordHasher()
@@ -110,7 +111,7 @@ def _password_problem(password: str) -> str | None:
 
 
 async def authenticate(username: str, password: str) -> User | None:
-    user = await User.get_or_none(username=username)
+    user = await User.get_or_none(username=username) if _USERNAME.match(username) else None
     try:
         _hasher.verify(user.password_hash if user else _DUMMY_HASH, password)
     except (VerificationError, InvalidHashError):
@@ -274,7 +275,7 @@ async def visible_projects(actor: Actor) -> list[Project]:
 async def project_by_name(actor: Actor, name: str) -> Project | None:
     """The project, or None when it does not exist *or* the caller may not see it."""
     actor.require_user()
-    project = await Project.get_or_none(name=name)
+    project = await Project.get_or_none(name=name) if len(name) <= PROJECT_NAME_MAX else None
     if project is None or not actor.can_see(project):
         return None
     return project
@@ -292,7 +293,9 @@ async def set_member(actor: Actor | None, project_name: str, username: str, role
         project = await require_project(actor, project_name, ("input", "project"))
         actor.require_admin_of(project)
     else:
-        maybe = await Project.get_or_none(name=project_name)
+        maybe = (
+            await Project.get_or_none(name=project_name) if len(project_name) <= PROJECT_NAME_MAX else None
+        )
         if maybe is None:
             raise UserErrors.one(
                 ("input", "project"), f'project "{project_name}" not found', ErrorCode.NOT_FOUND
@@ -300,9 +303,9 @@ async def set_member(actor: Actor | None, project_name: str, username: str, role
         project = maybe
     if project.is_system:
         raise UserErrors.one(("input", "project"), "the built-in project has no members", ErrorCode.INVALID)
-    user = await User.get_or_none(username=username)
+    user = await User.get_or_none(username=username) if _USERNAME.match(username) else None
     if user is None:
-        raise UserErrors.one(("input", "username"), f'user "{username}" not found', ErrorCode.NOT_FOUND)
+        raise UserErrors.one(("input", "username"), f'user "{username[:64]}" not found', ErrorCode.NOT_FOUND)
     async with in_transaction():
         membership = await Membership.get_or_none(user_id=user.id, project_id=project.id)
         if membership is None:

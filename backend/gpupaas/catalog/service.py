@@ -21,7 +21,14 @@ from tortoise.queryset import QuerySet
 from tortoise.transactions import in_transaction
 
 from gpupaas.accounts.models import Project
-from gpupaas.accounts.service import Actor, ensure_system_project, parse_id, project_by_name, require_project
+from gpupaas.accounts.service import (
+    PROJECT_NAME_MAX,
+    Actor,
+    ensure_system_project,
+    parse_id,
+    project_by_name,
+    require_project,
+)
 from gpupaas.catalog import readme as readme_mod
 from gpupaas.catalog.models import (
     AllocationType,
@@ -772,7 +779,10 @@ async def set_profile_sharing(
             problems.add(
                 ("sharing", "projects"), "name at least one project to share with", ErrorCode.REQUIRED
             )
-        found = {p.name: p for p in await Project.filter(name__in=names)}
+        # longer strings cannot be project names (and the ORM refuses to compare them)
+        found = {
+            p.name: p for p in await Project.filter(name__in=[n for n in names if len(n) <= PROJECT_NAME_MAX])
+        }
         for index, name in enumerate(names):
             target = found.get(name)
             if target is None or not actor.can_see(target) or target.is_system:

@@ -8,6 +8,7 @@ or SQL in the response.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator
 
 from graphql.error import GraphQLError
@@ -69,3 +70,43 @@ class ErrorPolicy(SchemaExtension):
         errors = getattr(result, "errors", None)
         if result is not None and errors:
             result.errors = [_classify(e) for e in errors]
+
+
+_NUL_ESCAPE = re.compile(r"\\u0000|\\u\{0+\}")
+
+
+def _bad_text(value: object) -> bool:
+    """NUL or an unpaired surrogate anywhere: PostgreSQL cannot store either, and no person means them."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            return True
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(_bad_text(k) or _bad_text(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_bad_text(v) for v in value)
+    return False
+
+
+class TextGuard(SchemaExtension):
+    """Refuses NUL characters and unpaired surrogates in variables and in the query's string literals.
+
+    One check for every argument of every operation, before it runs, instead of one per service
+    function: a NUL in a project name or a search string would otherwise reach the database.
+    Runs after the validation cache, so that its verdict is the one kept.
+    """
+
+    def on_validate(self) -> Iterator[None]:
+        context = self.execution_context
+        if _bad_text(context.variables or {}) or (context.query and _NUL_ESCAPE.search(context.query)):
+            context.pre_execution_errors = [
+                GraphQLError(
+                    "Text must not contain NUL characters (U+0000) or unpaired surrogates.",
+                    extensions={"code": "INVALID"},
+                )
+            ]
+        yield

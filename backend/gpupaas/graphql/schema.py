@@ -13,14 +13,23 @@ from strawberry.extensions import (
 )
 from strawberry.schema.config import StrawberryConfig
 from strawberry.tools import merge_types
+from strawberry.types import ExecutionContext
 
 from gpupaas.accounts.graphql import AccountsMutation, AccountsQuery
 from gpupaas.catalog.graphql import CatalogMutation, CatalogQuery
-from gpupaas.graphql.extensions import ErrorPolicy
+from gpupaas.graphql.extensions import ErrorPolicy, TextGuard
 from gpupaas.settings import Settings
+from graphql import GraphQLError
 
 Query = merge_types("Query", (AccountsQuery, CatalogQuery))
 Mutation = merge_types("Mutation", (AccountsMutation, CatalogMutation))
+
+
+class Schema(strawberry.Schema):
+    def process_errors(
+        self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
+    ) -> None:
+        """Not logged here: ErrorPolicy logs what is unexpected; the rest is the caller's mistake."""
 
 
 def build_schema(settings: Settings | None = None) -> strawberry.Schema:
@@ -35,10 +44,11 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
             lambda: MaxTokensLimiter(max_token_count=tokens),
             lambda: ParserCache(maxsize=512),
             lambda: ValidationCache(maxsize=512),
+            TextGuard,
         ]
         if not settings.introspection:
             extensions.append(DisableIntrospection)
-    return strawberry.Schema(
+    return Schema(
         query=Query,
         mutation=Mutation,
         extensions=extensions,  # type: ignore[arg-type]

@@ -1,0 +1,189 @@
+"""No request can crash the server or leak internals: every string argument of every operation is
+replaced, one at a time, by hostile text, and the answer must be a clear error or a normal result,
+never INTERNAL. Runs on SQLite and on PostgreSQL (which refuses NUL and unpaired surrogates)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from tests.conftest import GraphQLClient
+from tests.factories import make_profile, make_project, make_template, make_user, make_version
+
+HOSTILE = [
+    "\x00",
+    "a\x00b",
+    "\ud800",
+    "'; DROP TABLE projects; --",
+    "%",
+    "_",
+    "\\",
+    "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 🚀",
+    "x" * 20_000,
+    "{{ inputs.nope }}",
+    "",
+    " ",
+]
+
+RESOURCES = {"cpu": "1", "memory": "1Gi", "storage": "1Gi", "gpuCount": 0, "gpuVendor": "CPU"}
+YAML = 'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "{{ instance.namespace }}"\n'
+
+
+def operations(ids: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
+    return [
+        ("query($n: String!) { project(name: $n) { name } }", {"n": "ml"}),
+        (
+            "query($p: String!, $s: String) { environmentTemplates(project: $p, search: $s) { name } }",
+            {"p": "ml", "s": "x"},
+        ),
+        ("query($id: ID!) { environmentTemplate(id: $id) { name } }", {"id": ids["template"]}),
+        (
+            "query($p: String!, $s: String, $a: String) { computeProfiles(project: $p, search: $s, after: $a) { totalCount } }",
+            {"p": "ml", "s": "x", "a": None},
+        ),
+        ("query($id: ID!) { computeProfile(id: $id) { name } }", {"id": ids["profile"]}),
+        (
+            "query($p: String!, $s: String) { catalog(project: $p, search: $s) { name } }",
+            {"p": "ml", "s": "x"},
+        ),
+        (
+            "mutation($u: String!, $p: String!) { login(username: $u, password: $p) { userErrors { code } } }",
+            {"u": "alice", "p": "pw"},
+        ),
+        ("mutation($n: String!) { createApiToken(input: {name: $n}) { userErrors { code } } }", {"n": "t"}),
+        ("mutation($id: ID!) { revokeApiToken(id: $id) { userErrors { code } } }", {"id": "x"}),
+        (
+            "mutation($u: String!, $p: String!) { createUser(input: {username: $u, password: $p}) { userErrors { code } } }",
+            {"u": "u1", "p": "long enough pw"},
+        ),
+        (
+            "mutation($n: String!, $d: String) { createProject(input: {name: $n, displayName: $d}) { userErrors { code } } }",
+            {"n": "p1", "d": "P"},
+        ),
+        (
+            "mutation($p: String!, $u: String!) { setProjectMember(input: {project: $p, username: $u, role: MEMBER}) { userErrors { code } } }",
+            {"p": "ml", "u": "bob"},
+        ),
+        (
+            "mutation($p: String!, $n: String!, $d: String, $x: String) { createEnvironmentTemplate(input: {project: $p, name: $n, displayName: $d, description: $x}) { userErrors { code } } }",
+            {"p": "ml", "n": "t9", "d": "T", "x": "d"},
+        ),
+        (
+            "mutation($id: ID!, $n: String, $d: String, $x: String) { updateEnvironmentTemplate(input: {id: $id, name: $n, displayName: $d, description: $x}) { userErrors { code } } }",
+            {"id": ids["template"], "n": None, "d": "T", "x": "d"},
+        ),
+        (
+            "mutation($input: AddEnvironmentTemplateVersionInput!) { addEnvironmentTemplateVersion(input: $input) { userErrors { code } } }",
+            {
+                "input": {
+                    "template": ids["template"],
+                    "version": "9.9",
+                    "resources": YAML,
+                    "inputs": [
+                        {
+                            "name": "i",
+                            "type": "STRING",
+                            "description": "d",
+                            "default": "v",
+                            "options": ["v", "w"],
+                            "pattern": "^[a-z]$",
+                        }
+                    ],
+                    "outputs": [{"name": "o", "value": "{{ instance.name }}", "description": "d"}],
+                }
+            },
+        ),
+        (
+            "mutation($id: ID!) { setEnvironmentTemplateVersionState(id: $id, state: ACTIVE) { userErrors { code } } }",
+            {"id": ids["version"]},
+        ),
+        ("mutation($id: ID!) { deleteEnvironmentTemplate(id: $id) { userErrors { code } } }", {"id": "x"}),
+        (
+            "mutation($input: CreateComputeProfileInput!) { createComputeProfile(input: $input) { userErrors { code } } }",
+            {
+                "input": {
+                    "project": "ml",
+                    "name": "sku9",
+                    "displayName": "S",
+                    "description": "d",
+                    "allocationType": "SHARED",
+                    "environmentTemplateVersion": ids["version"],
+                    "resources": {**RESOURCES, "gpuModel": "m"},
+                    "labels": [{"key": "k", "value": "v"}],
+                    "annotations": [{"key": "k", "value": "v"}],
+                    "iconUrl": "https://example.com/i.png",
+                    "readme": "# r",
+                    "inputSettings": [
+                        {"name": "team", "value": "ml", "allowedValues": ["ml"], "override": "RESTRICTED"}
+                    ],
+                    "outputSettings": [{"name": "team", "displayName": "Team"}],
+                }
+            },
+        ),
+        (
+            "mutation($id: ID!, $d: String) { updateComputeProfile(input: {id: $id, displayName: $d}) { userErrors { code } } }",
+            {"id": ids["profile"], "d": "D"},
+        ),
+        (
+            "mutation($id: ID!, $p: [String!]) { setComputeProfileSharing(id: $id, sharing: {mode: SELECTED_PROJECTS, projects: $p}) { userErrors { code } } }",
+            {"id": ids["profile"], "p": ["other"]},
+        ),
+        ("mutation($id: ID!) { deleteComputeProfile(id: $id) { userErrors { code } } }", {"id": "x"}),
+    ]
+
+
+def string_paths(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    if isinstance(value, str):
+        yield path
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from string_paths(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from string_paths(item, (*path, index))
+
+
+def replaced(value: Any, path: tuple[Any, ...], new: str) -> Any:
+    copy = json.loads(json.dumps(value))
+    target = copy
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = new
+    return copy
+
+
+async def test_hostile_text_in_every_string_argument(db: object, gql: GraphQLClient) -> None:
+    root = await make_user("root", platform_admin=True)
+    await make_user("bob")
+    project = await make_project("ml")
+    await make_project("other")
+    template = await make_template(project)
+    version = await make_version(template)
+    profile = await make_profile(project, version)
+    ids = {"template": str(template.id), "version": str(version.id), "profile": str(profile.id)}
+    failures = []
+    for query, variables in operations(ids):
+        for path in string_paths(variables):
+            for text in HOSTILE:
+                response = await gql.post(query, replaced(variables, path, text), token=root.token)
+                body = response.text
+                if response.status_code != 200 or '"INTERNAL"' in body or "Traceback" in body:
+                    failures.append((query[:60], path, text[:10], response.status_code, body[:300]))
+    assert failures == []
+
+
+async def test_nul_in_a_string_literal_is_refused(db: object, gql: GraphQLClient) -> None:
+    root = await make_user("root", platform_admin=True)
+    body = await gql('{ project(name: "a\\u0000b") { name } }', token=root.token)
+    assert body["errors"][0]["extensions"]["code"] == "INVALID"
+    assert "NUL" in body["errors"][0]["message"]
+
+
+async def test_oversized_bodies_are_refused_before_they_are_read(db: object, gql: GraphQLClient) -> None:
+    response = await gql.http.post(
+        "/graphql",
+        content=b'{"query": "' + b"x" * (5 * 1024 * 1024) + b'"}',
+        headers={"content-type": "application/json"},
+    )
+    assert response.status_code == 413
