@@ -190,6 +190,27 @@ async def gql(settings: Settings) -> AsyncIterator[GraphQLClient]:
         yield GraphQLClient(http)
 
 
+@pytest.fixture
+async def live_server(settings: Settings) -> AsyncIterator[str]:
+    """The app under a real uvicorn on a free loopback port, in this event loop (same database)."""
+    import uvicorn
+
+    app = create_app(settings, migrate=False)
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="off", log_level="warning")
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await task
+
+
 class QueryCounter(logging.Handler):
     """Counts the SQL statements Tortoise sends (its db_client logger, at DEBUG)."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
@@ -90,3 +91,16 @@ async def test_graphiql_is_served_and_can_be_switched_off(
 async def test_introspection_can_be_switched_off(db: object, locked_down: httpx.AsyncClient) -> None:
     response = await locked_down.post("/graphql", json={"query": "{ __schema { types { name } } }"})
     assert "introspection" in response.text.lower()
+
+
+async def test_only_the_graphql_transport_ws_protocol_is_spoken(db: object, live_server: str) -> None:
+    import websockets
+
+    url = live_server.replace("http://", "ws://") + "/graphql"
+    async with websockets.connect(url, subprotocols=[websockets.Subprotocol("graphql-transport-ws")]) as ws:
+        assert ws.subprotocol == "graphql-transport-ws"
+        await ws.send('{"type": "connection_init"}')
+        assert json.loads(await ws.recv()) == {"type": "connection_ack"}
+    with pytest.raises(websockets.exceptions.WebSocketException):
+        async with websockets.connect(url, subprotocols=[websockets.Subprotocol("graphql-ws")]) as ws:
+            await ws.recv()

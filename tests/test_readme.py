@@ -1,0 +1,76 @@
+"""The README's "First steps", run as written: a real `gpupaas serve` and the README's shell blocks."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def first_steps_blocks() -> str:
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## First steps", 1)[1].split("\n## ", 1)[0]
+    return "\n".join(re.findall(r"```sh\n(.*?)```", section, flags=re.S))
+
+
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+def test_first_steps_work_as_written(tmp_path: Path) -> None:
+    port = _free_port()
+    env = {
+        **os.environ,
+        "GPUPAAS_DATABASE_URL": f"sqlite://{tmp_path}/readme.db",
+        "GPUPAAS_URL": f"http://127.0.0.1:{port}",
+    }
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gpupaas.cli", "serve", "--port", str(port), "--log-level", "warning"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1) as answer:
+                    if answer.status == 200:
+                        break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise
+                time.sleep(0.2)
+        script = 'set -euo pipefail\nexport PATH="' + str(Path(sys.executable).parent) + ':$PATH"\n'
+        script += first_steps_blocks().replace(".venv/bin/gpupaas", f"{sys.executable} -m gpupaas.cli")
+        result = subprocess.run(
+            ["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+        )
+        assert result.returncode == 0, result.stderr + result.stdout
+        answers = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+        assert all("errors" not in a for a in answers), answers
+        assert all(
+            not v.get("userErrors") for a in answers for v in a["data"].values() if isinstance(v, dict)
+        )
+        catalog = answers[-1]["data"]["catalog"]
+        assert [p["name"] for p in catalog] == ["a100-small"]
+        assert "<strong>A100</strong>" in catalog[0]["readmeHtml"]
+        shared = answers[-2]["data"]["setComputeProfileSharing"]["computeProfile"]["sharing"]
+        assert shared == {"mode": "SELECTED_PROJECTS", "projects": [{"name": "research"}]}
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
