@@ -507,6 +507,22 @@ class ComputeProfilePayload:
     user_errors: list[UserError]
 
 
+def _template_payload(
+    template: EnvironmentTemplate | None, errors: list[UserError]
+) -> EnvironmentTemplatePayload:
+    return EnvironmentTemplatePayload(
+        environment_template=EnvironmentTemplateType.of(template) if template else None, user_errors=errors
+    )
+
+
+def _version_payload(
+    version: EnvironmentTemplateVersion | None, errors: list[UserError]
+) -> EnvironmentTemplateVersionPayload:
+    return EnvironmentTemplateVersionPayload(
+        version=EnvironmentTemplateVersionType.of(version) if version else None, user_errors=errors
+    )
+
+
 def _profile_payload(profile: ComputeProfile | None, errors: list[UserError]) -> ComputeProfilePayload:
     return ComputeProfilePayload(
         compute_profile=ComputeProfileType.of(profile) if profile else None, user_errors=errors
@@ -576,28 +592,24 @@ class CatalogMutation:
     async def create_environment_template(
         self, info: Info, input: CreateEnvironmentTemplateInput
     ) -> EnvironmentTemplatePayload:
-        template, errors = await attempt(
-            service.create_template(
-                info.context.actor, input.project, input.name, input.display_name, input.description
+        return _template_payload(
+            *await attempt(
+                service.create_template(
+                    info.context.actor, input.project, input.name, input.display_name, input.description
+                )
             )
-        )
-        return EnvironmentTemplatePayload(
-            environment_template=EnvironmentTemplateType.of(template) if template else None,
-            user_errors=errors,
         )
 
     @strawberry.mutation
     async def update_environment_template(
         self, info: Info, input: UpdateEnvironmentTemplateInput
     ) -> EnvironmentTemplatePayload:
-        template, errors = await attempt(
-            service.update_template(
-                info.context.actor, input.id, input.name, input.display_name, input.description
+        return _template_payload(
+            *await attempt(
+                service.update_template(
+                    info.context.actor, input.id, input.name, input.display_name, input.description
+                )
             )
-        )
-        return EnvironmentTemplatePayload(
-            environment_template=EnvironmentTemplateType.of(template) if template else None,
-            user_errors=errors,
         )
 
     @strawberry.mutation
@@ -634,18 +646,14 @@ class CatalogMutation:
                 input.state,
             )
         )
-        return EnvironmentTemplateVersionPayload(
-            version=EnvironmentTemplateVersionType.of(version) if version else None, user_errors=errors
-        )
+        return _version_payload(version, errors)
 
     @strawberry.mutation
     async def set_environment_template_version_state(
         self, info: Info, id: strawberry.ID, state: VersionState
     ) -> EnvironmentTemplateVersionPayload:
         version, errors = await attempt(service.set_version_state(info.context.actor, id, state))
-        return EnvironmentTemplateVersionPayload(
-            version=EnvironmentTemplateVersionType.of(version) if version else None, user_errors=errors
-        )
+        return _version_payload(version, errors)
 
     @strawberry.mutation
     async def delete_environment_template(self, info: Info, id: strawberry.ID) -> DeletePayload:
