@@ -273,3 +273,36 @@ async def test_built_in_templates_are_synced_once(db: object) -> None:
     await sync_builtin_templates()
     assert await EnvironmentTemplateVersion.all().count() == before
     assert await EnvironmentTemplate.filter(built_in=True).count() == 2
+
+
+async def test_a_profile_pinned_during_the_delete_still_blocks_it(db: object, monkeypatch: object) -> None:
+    # given a profile that the "in use" check does not see (it was created after the check ran)
+    import pytest
+
+    from gpupaas.catalog import service
+    from gpupaas.catalog.models import ComputeProfile, EnvironmentTemplate
+    from gpupaas.core.errors import UserErrors
+    from tests.factories import platform_actor
+
+    project = await make_project("ml")
+    template = await make_template(project)
+    await make_profile(project, await make_version(template), name="late")
+    real_filter = ComputeProfile.filter
+    calls = []
+
+    def filter_missing_the_first_look(*args: object, **kwargs: object) -> object:
+        if "template_version__template_id" in kwargs:
+            calls.append(1)
+            if len(calls) == 1:
+                return real_filter(name="no such profile")
+        return real_filter(*args, **kwargs)
+
+    assert isinstance(monkeypatch, pytest.MonkeyPatch)
+    monkeypatch.setattr(ComputeProfile, "filter", filter_missing_the_first_look)
+    # when the admin deletes the template, then the foreign key refuses and the answer says why
+    with pytest.raises(UserErrors) as refused:
+        await service.delete_template(await platform_actor(), str(template.id))
+    assert refused.value.problems[0].code.value == "INVALID_STATE"
+    assert "late" in refused.value.problems[0].message
+    assert await EnvironmentTemplate.exists(id=template.id)
+    assert len(calls) == 2

@@ -130,7 +130,9 @@ async def login(username: str, password: str, ttl: timedelta) -> tuple[User, str
     if user is None:
         raise UserErrors.one(None, "Wrong username or password.", ErrorCode.INVALID)
     secret = secrets.token_urlsafe(32)
-    await Session.create(user=user, token_hash=hash_secret(secret), expires_at=now() + ttl)
+    moment = now()
+    await Session.filter(user_id=user.id, expires_at__lte=moment).delete()  # sessions that ended unused
+    await Session.create(user=user, token_hash=hash_secret(secret), expires_at=moment + ttl)
     return user, secret
 
 

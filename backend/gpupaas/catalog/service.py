@@ -283,19 +283,26 @@ async def update_template(
 
 async def delete_template(actor: Actor, template_id: str) -> str:
     template = await _require_template(actor, template_id, ("id",))
-    async with in_transaction():
-        used = await ComputeProfile.filter(template_version__template_id=template.id).values_list(
+
+    async def profiles_using() -> list[str]:
+        names = await ComputeProfile.filter(template_version__template_id=template.id).values_list(
             "name", flat=True
         )
-        if used:
-            names = ", ".join(sorted(str(n) for n in used)[:10])
-            raise UserErrors.one(
-                ("id",),
-                f"this template is in use by compute profiles ({names}): move them to another template first",
-                ErrorCode.INVALID_STATE,
-            )
-        await template.delete()
-    return template_id
+        return [str(n) for n in names]
+
+    used = await profiles_using()
+    if not used:
+        try:
+            await template.delete()
+            return template_id
+        except IntegrityError:  # a profile pinned one of its versions since we looked (the FK restricts)
+            used = await profiles_using()
+    names = ", ".join(sorted(str(n) for n in used)[:10])
+    raise UserErrors.one(
+        ("id",),
+        f"this template is in use by compute profiles ({names}): move them to another template first",
+        ErrorCode.INVALID_STATE,
+    )
 
 
 def _version_problems(
