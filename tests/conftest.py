@@ -11,6 +11,7 @@ PostgreSQL run is skipped, unless GPUPAAS_TEST_POSTGRES_URL was set (then it fai
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -30,6 +31,9 @@ from gpupaas import db as gdb
 from gpupaas.app import create_app
 from gpupaas.catalog.service import sync_builtin_templates
 from gpupaas.settings import Settings
+
+# The real Kafka-protocol broker (tansu) for the tests that need one.
+from tests.kafka_broker import kafka_broker, tansu_binary  # noqa: F401
 
 DEFAULT_POSTGRES = "postgres://postgres@127.0.0.1:5432/test"
 
@@ -190,12 +194,11 @@ async def gql(settings: Settings) -> AsyncIterator[GraphQLClient]:
         yield GraphQLClient(http)
 
 
-@pytest.fixture
-async def live_server(settings: Settings) -> AsyncIterator[str]:
-    """The app under a real uvicorn on a free loopback port, in this event loop (same database)."""
+@contextlib.asynccontextmanager
+async def serving(app: Any) -> AsyncIterator[str]:
+    """`app` under a real uvicorn on a free loopback port, in this event loop (same database)."""
     import uvicorn
 
-    app = create_app(settings, migrate=False)
     config = uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="off", log_level="warning")
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
@@ -209,6 +212,12 @@ async def live_server(settings: Settings) -> AsyncIterator[str]:
     finally:
         server.should_exit = True
         await task
+
+
+@pytest.fixture
+async def live_server(settings: Settings) -> AsyncIterator[str]:
+    async with serving(create_app(settings, migrate=False)) as url:
+        yield url
 
 
 class QueryCounter(logging.Handler):

@@ -131,3 +131,13 @@ async def make_profile(
         **fields,
     )
     return await catalog.create_profile(await platform_actor(), project.name, data)
+
+
+async def make_instance(
+    project: Project, profile: ComputeProfile, name: str | None = None, **fields: Any
+) -> Any:
+    from gpupaas.compute import service as compute
+
+    deploy = bool(fields.pop("deploy", False))
+    data = compute.InstanceIn(name=name or f"inst-{next(_seq)}", **fields)
+    return await compute.create_instance(await platform_actor(), project.name, str(profile.id), data, deploy)

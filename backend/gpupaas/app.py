@@ -21,7 +21,9 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
+from strawberry.exceptions import ConnectionRejectionError
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
+from strawberry.types.unset import UNSET, UnsetType
 from tortoise import Tortoise
 
 from gpupaas import db
@@ -29,6 +31,7 @@ from gpupaas.accounts import service as accounts
 from gpupaas.catalog import service as catalog
 from gpupaas.graphql.context import SESSION_COOKIE, Context
 from gpupaas.graphql.schema import build_schema
+from gpupaas.runtime import Runtime
 from gpupaas.settings import Settings
 
 log = logging.getLogger("gpupaas")
@@ -50,7 +53,7 @@ async def actor_from_credentials(
 
 
 class GraphQLApp(GraphQL[Context, None]):
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, runtime: Runtime | None = None) -> None:
         super().__init__(
             build_schema(settings),
             graphql_ide="graphiql" if settings.graphiql else None,
@@ -58,6 +61,7 @@ class GraphQLApp(GraphQL[Context, None]):
             allowed_origins=settings.allowed_origins,
         )
         self.settings = settings
+        self.runtime = runtime
 
     async def get_context(self, request: Request | WebSocket, response: Response | WebSocket) -> Context:
         actor, session = await actor_from_credentials(
@@ -69,7 +73,20 @@ class GraphQLApp(GraphQL[Context, None]):
             settings=self.settings,
             actor=actor,
             session_secret=session,
+            broadcaster=self.runtime.broadcaster if self.runtime else None,
         )
+
+    async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
+        """graphql-transport-ws: `{"authorization": "Bearer ..."}` in connection_init, else the cookie."""
+        params = context.connection_params or {}
+        authorization = params.get("authorization") or params.get("Authorization")
+        if authorization is not None:
+            actor, _ = await actor_from_credentials(str(authorization), None)
+            if actor.user is None:
+                raise ConnectionRejectionError({"message": "Invalid or expired token."})
+            context.actor = actor
+        unset: UnsetType = UNSET
+        return unset
 
 
 MAX_BODY_BYTES = 4 * 1024 * 1024  # the largest field (a template's resources) is capped at 512 KiB
@@ -127,19 +144,29 @@ async def readyz(request: Request) -> Response:
     return JSONResponse({"status": "ok", "database": "ok"})
 
 
-def create_app(settings: Settings, *, migrate: bool = True) -> Starlette:
+def create_app(settings: Settings, *, migrate: bool = True, runtime: Runtime | None = None) -> Starlette:
+    """The application. Its lifespan migrates, connects and starts a runtime (bus, relay,
+    broadcaster, worker) built from the settings; tests that drive those themselves pass `runtime`."""
+    graphql = GraphQLApp(settings, runtime)
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         if migrate:
             await db.migrate_database(settings.database_url)
         await db.connect(settings.database_url)
         await catalog.sync_builtin_templates()
+        owned = graphql.runtime is None
+        if owned:
+            graphql.runtime = Runtime(settings)
+            await graphql.runtime.start()
         try:
             yield
         finally:
+            if owned and graphql.runtime is not None:
+                await graphql.runtime.stop()
+                graphql.runtime = None
             await db.close()
 
-    graphql = GraphQLApp(settings)
     routes: list[Any] = [
         Route("/healthz", healthz),
         Route("/readyz", readyz),

@@ -60,6 +60,38 @@ def cmd_serve(args: argparse.Namespace) -> None:
     )
 
 
+def cmd_worker(args: argparse.Namespace) -> None:
+    """Workers alone: the bus, the relay and a worker (no API)."""
+    import signal
+
+    from gpupaas.runtime import Runtime
+
+    settings = _settings()
+    if not settings.kafka_bootstrap_servers:
+        raise CommandError(
+            "gpupaas worker needs GPUPAAS_KAFKA_BOOTSTRAP_SERVERS: "
+            "with the in-process bus, `gpupaas serve` runs the worker"
+        )
+
+    async def work() -> None:
+        await db.migrate_database(settings.database_url)
+        await db.connect(settings.database_url)
+        runtime = Runtime(settings, serve_api=False, run_worker=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await runtime.start()
+        print(f"worker {runtime.worker.name if runtime.worker else ''} consuming commands", flush=True)
+        try:
+            await stop.wait()
+        finally:
+            await runtime.stop()
+            await db.close()
+
+    asyncio.run(work())
+
+
 def cmd_migrate(args: argparse.Namespace) -> None:
     settings = _settings()
     asyncio.run(db.migrate_database(settings.database_url))
@@ -155,6 +187,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.set_defaults(func=cmd_serve)
 
+    sub.add_parser(
+        "worker", help="run a worker (needs Kafka; `serve` runs one with the in-process bus)"
+    ).set_defaults(func=cmd_worker)
     sub.add_parser("migrate", help="apply database migrations").set_defaults(func=cmd_migrate)
 
     user = sub.add_parser("create-user", help="create a user (password on stdin)")

@@ -15,6 +15,9 @@ APP = "gpupaas"
 MODEL_MODULES = [
     "gpupaas.accounts.models",
     "gpupaas.catalog.models",
+    "gpupaas.compute.models",
+    "gpupaas.events.models",
+    "gpupaas.provisioning.models",
 ]
 
 

@@ -86,6 +86,35 @@ def _secret_key(env: Mapping[str, str], database_url: str) -> str:
     return key
 
 
+def _float(env: Mapping[str, str], name: str, default: float, *, minimum: float = 0.0) -> float:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        raise SettingsError(f"{name}={raw!r}: expected a number") from None
+    if not value >= minimum:  # also refuses nan
+        raise SettingsError(f"{name}={raw!r}: must be at least {minimum}")
+    return value
+
+
+def _file(env: Mapping[str, str], name: str) -> str | None:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return None
+    if not Path(raw).is_file():
+        raise SettingsError(f"{name}={raw!r}: no such file")
+    return raw
+
+
+def _namespace(env: Mapping[str, str]) -> str:
+    raw = env.get("GPUPAAS_KAFKA_NAMESPACE", "").strip()
+    if raw and not all(c.isalnum() or c in "-_" for c in raw):
+        raise SettingsError(f"GPUPAAS_KAFKA_NAMESPACE={raw!r}: use letters, digits, '-' and '_' only")
+    return raw
+
+
 def _origins(env: Mapping[str, str]) -> tuple[str, ...]:
     raw = env.get("GPUPAAS_ALLOWED_ORIGINS", "")
     origins = tuple(o.strip().rstrip("/") for o in raw.split(",") if o.strip())
@@ -109,6 +138,27 @@ class Settings:
     session_ttl_hours: int = 24 * 7
     secure_cookies: bool = False
     allowed_origins: tuple[str, ...] = field(default_factory=tuple)
+    # The bus: empty = the in-process bus of the embedded default.
+    kafka_bootstrap_servers: str = ""
+    kafka_idempotence: bool = True
+    kafka_partitions: int = 6
+    kafka_replication_factor: int = 1
+    kafka_fetch_max_wait_ms: int = 10
+    # How fast a dead consumer is noticed (and so how long a group join waits on some brokers).
+    kafka_session_timeout_ms: int = 10_000
+    kafka_heartbeat_interval_ms: int = 3_000
+    kafka_metadata_max_age_ms: int = 30_000
+    # Prefix of this installation's topics and consumer groups on a shared broker.
+    kafka_namespace: str = ""
+    # Whether this `gpupaas serve` also runs a worker (default: only with the in-process bus).
+    run_worker: bool = True
+    driver: str = "simulated"
+    simulated_inventory: str | None = None
+    simulated_phase_seconds: float = 1.0
+    run_lease_seconds: float = 30.0
+    run_max_attempts: int = 3
+    run_requeue_after_seconds: float = 30.0
+    run_retry_backoff_seconds: float = 1.0
 
     @property
     def is_sqlite(self) -> bool:
@@ -118,6 +168,10 @@ class Settings:
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
         database_url = _database_url(env)
+        kafka = env.get("GPUPAAS_KAFKA_BOOTSTRAP_SERVERS", "").strip()
+        driver = env.get("GPUPAAS_DRIVER", "simulated").strip() or "simulated"
+        if driver not in ("simulated",):
+            raise SettingsError(f"GPUPAAS_DRIVER={driver!r}: expected simulated")
         return cls(
             database_url=database_url,
             secret_key=_secret_key(env, database_url),
@@ -129,4 +183,21 @@ class Settings:
             session_ttl_hours=_int(env, "GPUPAAS_SESSION_TTL_HOURS", 24 * 7, minimum=1),
             secure_cookies=_bool(env, "GPUPAAS_SECURE_COOKIES", False),
             allowed_origins=_origins(env),
+            kafka_bootstrap_servers=kafka,
+            kafka_idempotence=_bool(env, "GPUPAAS_KAFKA_IDEMPOTENCE", True),
+            kafka_partitions=_int(env, "GPUPAAS_KAFKA_PARTITIONS", 6, minimum=1),
+            kafka_replication_factor=_int(env, "GPUPAAS_KAFKA_REPLICATION_FACTOR", 1, minimum=1),
+            kafka_fetch_max_wait_ms=_int(env, "GPUPAAS_KAFKA_FETCH_MAX_WAIT_MS", 10, minimum=1),
+            kafka_namespace=_namespace(env),
+            kafka_session_timeout_ms=_int(env, "GPUPAAS_KAFKA_SESSION_TIMEOUT_MS", 10_000, minimum=100),
+            kafka_heartbeat_interval_ms=_int(env, "GPUPAAS_KAFKA_HEARTBEAT_INTERVAL_MS", 3_000, minimum=10),
+            kafka_metadata_max_age_ms=_int(env, "GPUPAAS_KAFKA_METADATA_MAX_AGE_MS", 30_000, minimum=100),
+            run_worker=_bool(env, "GPUPAAS_RUN_WORKER", not kafka),
+            driver=driver,
+            simulated_inventory=_file(env, "GPUPAAS_SIMULATED_INVENTORY"),
+            simulated_phase_seconds=_float(env, "GPUPAAS_SIMULATED_PHASE_SECONDS", 1.0),
+            run_lease_seconds=_float(env, "GPUPAAS_RUN_LEASE_SECONDS", 30.0, minimum=0.1),
+            run_max_attempts=_int(env, "GPUPAAS_RUN_MAX_ATTEMPTS", 3, minimum=1),
+            run_requeue_after_seconds=_float(env, "GPUPAAS_RUN_REQUEUE_AFTER_SECONDS", 30.0, minimum=0.1),
+            run_retry_backoff_seconds=_float(env, "GPUPAAS_RUN_RETRY_BACKOFF_SECONDS", 1.0),
         )

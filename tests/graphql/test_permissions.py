@@ -15,9 +15,11 @@ from typing import Any
 
 from gpupaas.accounts import service as accounts
 from gpupaas.accounts.models import Role
+from gpupaas.compute.models import ComputeInstance
+from gpupaas.compute.states import DeploymentStatus
 from gpupaas.graphql.schema import build_schema
 from tests.conftest import GraphQLClient
-from tests.factories import make_profile, make_project, make_template, make_user, make_version
+from tests.factories import make_instance, make_profile, make_project, make_template, make_user, make_version
 
 ROLES = ("anonymous", "outsider", "member", "admin")
 UNAUTH, FORBIDDEN, NOT_FOUND, OK = "UNAUTHENTICATED", "FORBIDDEN", "NOT_FOUND", "OK"
@@ -39,6 +41,10 @@ class World:
     spare_templates: list[str]
     spare_profiles: list[str]
     admin_token_id: str
+    instance: str = ""
+    saved_instances: list[str] | None = None
+    deployed_instances: list[str] | None = None
+    deletable_instances: list[str] | None = None
 
 
 @dataclass
@@ -175,6 +181,55 @@ OPS = [
 ]
 
 
+USE = {"anonymous": UNAUTH, "outsider": NOT_FOUND, "member": OK, "admin": OK}
+
+OPS += [
+    Op("computeInstances", '{ computeInstances(project: "ml") { totalCount } }', lambda w: {}, READ),
+    Op(
+        "computeInstance",
+        "query($id: ID!) { computeInstance(id: $id) { name } }",
+        lambda w: {"id": w.instance},
+        READ,
+    ),
+    Op(
+        "createComputeInstance",
+        'mutation($n: String!, $p: ID!) { createComputeInstance(input: {project: "ml", profile: $p, name: $n}) { computeInstance { id } userErrors { code message } } }',
+        lambda w: {"n": _uniq("inst"), "p": w.profile},
+        USE,
+    ),
+    Op(
+        "updateComputeInstance",
+        'mutation($id: ID!) { updateComputeInstance(input: {id: $id, description: "d"}) { computeInstance { id } userErrors { code message } } }',
+        lambda w: {"id": w.instance},
+        USE,
+    ),
+    Op(
+        "deployComputeInstance",
+        "mutation($id: ID!) { deployComputeInstance(id: $id) { computeInstance { id } userErrors { code message } } }",
+        lambda w: {"id": (w.saved_instances or []).pop()},
+        USE,
+    ),
+    Op(
+        "destroyComputeInstance",
+        "mutation($id: ID!) { destroyComputeInstance(id: $id) { computeInstance { id } userErrors { code message } } }",
+        lambda w: {"id": (w.deployed_instances or []).pop()},
+        USE,
+    ),
+    Op(
+        "setComputeInstanceSharing",
+        "mutation($id: ID!) { setComputeInstanceSharing(id: $id, sharing: {mode: NONE}) { computeInstance { id } userErrors { code } } }",
+        lambda w: {"id": w.instance},
+        USE,
+    ),
+    Op(
+        "deleteComputeInstance",
+        "mutation($id: ID!) { deleteComputeInstance(id: $id) { deletedId userErrors { code } } }",
+        lambda w: {"id": (w.deletable_instances or []).pop()},
+        USE,
+    ),
+]
+
+
 def outcome(body: dict[str, Any], field: str) -> str:
     if body.get("errors"):
         return str(body["errors"][0].get("extensions", {}).get("code"))
@@ -199,7 +254,18 @@ async def _world() -> tuple[World, dict[str, str | None]]:
     spare_templates = [str((await make_template(ml)).id) for _ in ROLES]
     spare_profiles = [str((await make_profile(ml, version)).id) for _ in ROLES]
     spare_token, _ = await accounts.create_api_token(await accounts.actor_for(admin.user), "spare", None)
+
+    async def instances(deployed: bool = False) -> list[str]:
+        made = [await make_instance(ml, profile) for _ in range(len(ROLES) + 1)]
+        if deployed:
+            await ComputeInstance.filter(id__in=[i.id for i in made]).update(status=DeploymentStatus.SUCCESS)
+        return [str(i.id) for i in made]
+
     world = World(
+        instance=(await instances())[0],
+        saved_instances=await instances(),
+        deployed_instances=await instances(deployed=True),
+        deletable_instances=await instances(),
         template=str(template.id),
         version=str(version.id),
         profile=str(profile.id),

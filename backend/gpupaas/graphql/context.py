@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -10,6 +11,7 @@ from starlette.websockets import WebSocket
 from strawberry.types import Info as _Info
 
 from gpupaas.accounts.service import Actor
+from gpupaas.events.broadcast import StatusBroadcaster
 from gpupaas.graphql.dataloaders import Loaders
 from gpupaas.settings import Settings
 
@@ -24,6 +26,10 @@ class Context:
     actor: Actor
     session_secret: str | None = None
     loaders: Loaders = field(default_factory=Loaders)
+    # Subscriptions read status events from the process's broadcaster (None: no runtime started).
+    broadcaster: StatusBroadcaster | None = None
+    # The graphql-transport-ws connection_init payload (strawberry sets it).
+    connection_params: dict[str, Any] | None = None
 
 
 Info = _Info[Context, None]

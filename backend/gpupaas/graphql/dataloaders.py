@@ -12,7 +12,13 @@ from strawberry.dataloader import DataLoader
 from tortoise.models import Model
 
 from gpupaas.accounts.models import Project
-from gpupaas.catalog.models import ComputeProfileShare, EnvironmentTemplate, EnvironmentTemplateVersion
+from gpupaas.catalog.models import (
+    ComputeProfile,
+    ComputeProfileShare,
+    EnvironmentTemplate,
+    EnvironmentTemplateVersion,
+)
+from gpupaas.compute.models import ComputeInstanceShare, DeploymentRun
 
 M = TypeVar("M", bound=Model)
 
@@ -42,6 +48,23 @@ async def _shares_of_profiles(keys: Sequence[uuid.UUID]) -> list[list[uuid.UUID]
     return [grouped.get(key, []) for key in keys]
 
 
+async def _runs_of_instances(keys: Sequence[uuid.UUID]) -> list[list[DeploymentRun]]:
+    grouped: dict[uuid.UUID, list[DeploymentRun]] = defaultdict(list)
+    for run in await DeploymentRun.filter(instance_id__in=list(keys)).order_by("-created_at", "-id"):
+        grouped[run.instance_id].append(run)  # type: ignore[attr-defined]
+    return [grouped.get(key, []) for key in keys]
+
+
+async def _shares_of_instances(keys: Sequence[uuid.UUID]) -> list[list[uuid.UUID]]:
+    grouped: dict[uuid.UUID, list[uuid.UUID]] = defaultdict(list)
+    rows = await ComputeInstanceShare.filter(instance_id__in=list(keys)).values_list(
+        "instance_id", "project_id"
+    )
+    for instance_id, project_id in rows:
+        grouped[instance_id].append(project_id)
+    return [grouped.get(key, []) for key in keys]
+
+
 class Loaders:
     """One of each loader per request; created lazily, so a request pays only for what it uses."""
 
@@ -64,3 +87,15 @@ class Loaders:
     @cached_property
     def shares_of_profile(self) -> DataLoader[uuid.UUID, list[uuid.UUID]]:
         return DataLoader(load_fn=_shares_of_profiles)
+
+    @cached_property
+    def profile(self) -> DataLoader[uuid.UUID, ComputeProfile | None]:
+        return _by_id(ComputeProfile)
+
+    @cached_property
+    def runs_of_instance(self) -> DataLoader[uuid.UUID, list[DeploymentRun]]:
+        return DataLoader(load_fn=_runs_of_instances)
+
+    @cached_property
+    def shares_of_instance(self) -> DataLoader[uuid.UUID, list[uuid.UUID]]:
+        return DataLoader(load_fn=_shares_of_instances)

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 from graphql.error import GraphQLError
 from strawberry.extensions import SchemaExtension
+from strawberry.types.execution import StreamExecutionResult
 
 from gpupaas.core.errors import Forbidden, InvalidArgument, NotAuthenticated, NotFound
 
@@ -66,10 +67,18 @@ def _classify(error: GraphQLError) -> GraphQLError:
 class ErrorPolicy(SchemaExtension):
     def on_operation(self) -> Iterator[None]:
         yield
-        result = self.execution_context.result
-        errors = getattr(result, "errors", None)
-        if result is not None and errors:
-            result.errors = [_classify(e) for e in errors]
+        _classify_all(self.execution_context.result)
+
+    def on_stream_result(self, result: StreamExecutionResult) -> Iterator[None]:
+        """Each event of a subscription, before it reaches the client."""
+        _classify_all(result)
+        yield
+
+
+def _classify_all(result: object) -> None:
+    errors = getattr(result, "errors", None)
+    if result is not None and errors:
+        result.errors = [_classify(e) for e in errors]  # type: ignore[attr-defined]
 
 
 _NUL_ESCAPE = re.compile(r"\\u0000|\\u\{0+\}")

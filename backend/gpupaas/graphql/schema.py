@@ -17,12 +17,14 @@ from strawberry.types import ExecutionContext
 
 from gpupaas.accounts.graphql import AccountsMutation, AccountsQuery
 from gpupaas.catalog.graphql import CatalogMutation, CatalogQuery
+from gpupaas.compute.graphql import ComputeMutation, ComputeQuery, ComputeSubscription
 from gpupaas.graphql.extensions import ErrorPolicy, TextGuard
 from gpupaas.settings import Settings
 from graphql import GraphQLError
 
-Query = merge_types("Query", (AccountsQuery, CatalogQuery))
-Mutation = merge_types("Mutation", (AccountsMutation, CatalogMutation))
+Query = merge_types("Query", (AccountsQuery, CatalogQuery, ComputeQuery))
+Mutation = merge_types("Mutation", (AccountsMutation, CatalogMutation, ComputeMutation))
+Subscription = merge_types("Subscription", (ComputeSubscription,))
 
 
 class Schema(strawberry.Schema):
@@ -51,6 +53,7 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
     return Schema(
         query=Query,
         mutation=Mutation,
+        subscription=Subscription,
         extensions=extensions,  # type: ignore[arg-type]
         config=StrawberryConfig(auto_camel_case=True),
     )

@@ -1,0 +1,408 @@
+"""GraphQL for compute instances: queries, mutations and the live status subscriptions.
+
+Thin: every rule lives in `compute.service`. Subscriptions register with the process's status
+broadcaster first and read the current state second, so no change between the two is lost; events
+carry the instance's version, and a subscriber never goes backwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from datetime import datetime
+
+import strawberry
+
+from gpupaas.accounts.graphql import ProjectType
+from gpupaas.accounts.service import project_by_name
+from gpupaas.catalog.graphql import ComputeProfileType, ComputeResources, SharingInput, SharingType
+from gpupaas.catalog.models import AllocationType, SharingMode, Vendor
+from gpupaas.compute import service
+from gpupaas.compute.models import ComputeInstance, DeploymentRun
+from gpupaas.compute.states import DeploymentStatus, RunAction, RunStatus
+from gpupaas.core.errors import NotAuthenticated, NotFound
+from gpupaas.core.pagination import encode_cursor
+from gpupaas.events.broadcast import Overflow, StatusEvent, Subscription
+from gpupaas.graphql.common import (
+    DeletePayload,
+    KeyValue,
+    KeyValueInput,
+    PageInfo,
+    UserError,
+    attempt,
+    delete_payload,
+    key_values,
+    pairs_in,
+)
+from gpupaas.graphql.context import Info
+from gpupaas.graphql.dataloaders import Loaders
+
+DeploymentStatusEnum = strawberry.enum(DeploymentStatus, name="DeploymentStatus")
+RunActionEnum = strawberry.enum(RunAction, name="RunAction")
+RunStatusEnum = strawberry.enum(RunStatus, name="RunStatus")
+
+
+@strawberry.type(name="DeploymentRun")
+class DeploymentRunType:
+    id: strawberry.ID
+    action: RunAction
+    status: RunStatus
+    message: str | None
+    attempts: int
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+    @classmethod
+    def of(cls, run: DeploymentRun) -> DeploymentRunType:
+        return cls(
+            id=strawberry.ID(str(run.id)),
+            action=run.action,
+            status=run.status,
+            message=run.message,
+            attempts=run.attempts,
+            created_at=run.created_at,
+            started_at=run.started_at,
+            finished_at=run.finished_at,
+        )
+
+
+@strawberry.type(name="ComputeInstance")
+class ComputeInstanceType:
+    id: strawberry.ID
+    name: str
+    display_name: str
+    description: str | None
+    profile_name: str
+    status: DeploymentStatus
+    status_message: str | None
+    labels: list[KeyValue]
+    annotations: list[KeyValue]
+    inputs: list[KeyValue] = strawberry.field(description="Effective input values; sensitive ones masked.")
+    outputs: list[KeyValue] = strawberry.field(description="Visible outputs, once deployed.")
+    allocation_type: AllocationType = strawberry.field(description="From the profile's snapshot.")
+    resources: ComputeResources = strawberry.field(description="From the profile's snapshot.")
+    template_name: str = strawberry.field(description="The environment template of the snapshot.")
+    template_version: str = strawberry.field(description="The template version of the snapshot.")
+    created_at: datetime
+    updated_at: datetime
+    _model: strawberry.Private[ComputeInstance]
+
+    @strawberry.field
+    async def project(self, info: Info) -> ProjectType:
+        project = await info.context.loaders.project.load(self._model.project_id)  # type: ignore[attr-defined]
+        assert project is not None
+        return ProjectType.of(project)
+
+    @strawberry.field(description="Null once the profile is deleted or no longer visible.")
+    async def profile(self, info: Info) -> ComputeProfileType | None:
+        profile_id = self._model.profile_id  # type: ignore[attr-defined]
+        if profile_id is None:
+            return None
+        profile = await info.context.loaders.profile.load(profile_id)
+        if profile is None:
+            return None
+        actor = info.context.actor
+        if actor.is_platform_admin or profile.project_id in actor.roles:  # type: ignore[attr-defined]
+            return ComputeProfileType.of(profile)
+        if profile.sharing_mode == SharingMode.ALL_PROJECTS and actor.roles:
+            return ComputeProfileType.of(profile)
+        if profile.sharing_mode == SharingMode.SELECTED_PROJECTS:
+            shared = await info.context.loaders.shares_of_profile.load(profile.id)
+            if any(p in actor.roles for p in shared):
+                return ComputeProfileType.of(profile)
+        return None
+
+    @strawberry.field(description="The profile changed after this instance took its snapshot of it.")
+    async def outdated(self, info: Info) -> bool:
+        profile_id = self._model.profile_id  # type: ignore[attr-defined]
+        if profile_id is None:
+            return False
+        profile = await info.context.loaders.profile.load(profile_id)
+        return profile is not None and profile.revision != self._model.profile_revision
+
+    @strawberry.field
+    async def sharing(self, info: Info) -> SharingType:
+        shared = await info.context.loaders.shares_of_instance.load(self._model.id)
+        actor = info.context.actor
+        owner_member = actor.is_platform_admin or self._model.project_id in actor.roles  # type: ignore[attr-defined]
+        visible = shared if owner_member else [p for p in shared if p in actor.roles]
+        projects = [p for p in await info.context.loaders.project.load_many(visible) if p is not None]
+        return SharingType(
+            mode=self._model.sharing_mode,
+            projects=[ProjectType.of(p) for p in sorted(projects, key=lambda p: p.name)],
+        )
+
+    @strawberry.field(description="Newest first.")
+    async def runs(self, info: Info) -> list[DeploymentRunType]:
+        return [
+            DeploymentRunType.of(r) for r in await info.context.loaders.runs_of_instance.load(self._model.id)
+        ]
+
+    @classmethod
+    def of(cls, instance: ComputeInstance) -> ComputeInstanceType:
+        snapshot = instance.snapshot
+        resources = snapshot["resources"]
+        return cls(
+            id=strawberry.ID(str(instance.id)),
+            name=instance.name,
+            display_name=instance.display_name,
+            description=instance.description,
+            profile_name=instance.profile_name,
+            status=instance.status,
+            status_message=instance.status_message,
+            labels=key_values(instance.labels),
+            annotations=key_values(instance.annotations),
+            inputs=key_values(service.masked_inputs(instance)),
+            outputs=key_values(service.visible_outputs(instance)),
+            allocation_type=AllocationType(snapshot["allocationType"]),
+            resources=ComputeResources(
+                cpu=resources["cpu"],
+                memory=resources["memory"],
+                storage=resources["storage"],
+                gpu_count=resources["gpuCount"],
+                gpu_vendor=Vendor(resources["gpuVendor"]),
+                gpu_model=resources.get("gpuModel"),
+            ),
+            template_name=snapshot["templateName"],
+            template_version=snapshot["templateVersion"],
+            created_at=instance.created_at,
+            updated_at=instance.updated_at,
+            _model=instance,
+        )
+
+
+@strawberry.type
+class ComputeInstanceEdge:
+    node: ComputeInstanceType
+    cursor: str
+
+
+@strawberry.type
+class ComputeInstanceConnection:
+    edges: list[ComputeInstanceEdge]
+    page_info: PageInfo
+    total_count: int
+
+
+@strawberry.input(
+    description="deploy false or absent: saved as NOT_DEPLOYED. deploy true: queued at once (WAITING)."
+)
+class CreateComputeInstanceInput:
+    project: str
+    profile: strawberry.ID
+    name: str
+    display_name: str | None = None
+    description: str | None = None
+    labels: list[KeyValueInput] | None = None
+    annotations: list[KeyValueInput] | None = None
+    inputs: list[KeyValueInput] | None = None
+    deploy: bool | None = None
+
+
+@strawberry.input
+class UpdateComputeInstanceInput:
+    id: strawberry.ID
+    name: str | None = None
+    display_name: str | None = None
+    description: str | None = None
+    labels: list[KeyValueInput] | None = None
+    annotations: list[KeyValueInput] | None = None
+    inputs: list[KeyValueInput] | None = None
+
+
+@strawberry.type
+class ComputeInstancePayload:
+    compute_instance: ComputeInstanceType | None
+    user_errors: list[UserError]
+
+
+@strawberry.type
+class ComputeInstanceStatusEvent:
+    instance: ComputeInstanceType
+    status: DeploymentStatus
+    message: str | None
+    at: datetime
+
+
+def _payload(instance: ComputeInstance | None, errors: list[UserError]) -> ComputeInstancePayload:
+    return ComputeInstancePayload(
+        compute_instance=ComputeInstanceType.of(instance) if instance else None, user_errors=errors
+    )
+
+
+def _instance_in(data: CreateComputeInstanceInput | UpdateComputeInstanceInput) -> service.InstanceIn:
+    return service.InstanceIn(
+        name=data.name,
+        display_name=data.display_name,
+        description=data.description,
+        labels=pairs_in(data.labels),
+        annotations=pairs_in(data.annotations),
+        inputs=pairs_in(data.inputs),
+    )
+
+
+@strawberry.type
+class ComputeQuery:
+    @strawberry.field(description="A project's instances and those shared with it, newest first.")
+    async def compute_instances(
+        self,
+        info: Info,
+        project: str,
+        search: str | None = None,
+        status: list[DeploymentStatus] | None = None,
+        first: int | None = None,
+        after: str | None = None,
+    ) -> ComputeInstanceConnection:
+        page = await service.list_instances(info.context.actor, project, search, status, first, after)
+        edges = [
+            ComputeInstanceEdge(node=ComputeInstanceType.of(i), cursor=encode_cursor(i.created_at, i.id))
+            for i in page.rows
+        ]
+        return ComputeInstanceConnection(
+            edges=edges,
+            page_info=PageInfo(
+                has_next_page=page.has_next,
+                has_previous_page=page.has_previous,
+                start_cursor=edges[0].cursor if edges else None,
+                end_cursor=edges[-1].cursor if edges else None,
+            ),
+            total_count=page.total,
+        )
+
+    @strawberry.field
+    async def compute_instance(self, info: Info, id: strawberry.ID) -> ComputeInstanceType | None:
+        instance = await service.get_instance(info.context.actor, id)
+        return ComputeInstanceType.of(instance) if instance else None
+
+
+@strawberry.type
+class ComputeMutation:
+    @strawberry.mutation
+    async def create_compute_instance(
+        self, info: Info, input: CreateComputeInstanceInput
+    ) -> ComputeInstancePayload:
+        return _payload(
+            *await attempt(
+                service.create_instance(
+                    info.context.actor, input.project, input.profile, _instance_in(input), bool(input.deploy)
+                )
+            )
+        )
+
+    @strawberry.mutation(description='"Save Changes": the status stays; the next deploy applies the changes.')
+    async def update_compute_instance(
+        self, info: Info, input: UpdateComputeInstanceInput
+    ) -> ComputeInstancePayload:
+        return _payload(
+            *await attempt(service.update_instance(info.context.actor, input.id, _instance_in(input)))
+        )
+
+    @strawberry.mutation
+    async def deploy_compute_instance(self, info: Info, id: strawberry.ID) -> ComputeInstancePayload:
+        return _payload(*await attempt(service.deploy(info.context.actor, id)))
+
+    @strawberry.mutation
+    async def destroy_compute_instance(self, info: Info, id: strawberry.ID) -> ComputeInstancePayload:
+        return _payload(*await attempt(service.destroy(info.context.actor, id)))
+
+    @strawberry.mutation
+    async def set_compute_instance_sharing(
+        self, info: Info, id: strawberry.ID, sharing: SharingInput
+    ) -> ComputeInstancePayload:
+        return _payload(
+            *await attempt(service.set_sharing(info.context.actor, id, sharing.mode, sharing.projects))
+        )
+
+    @strawberry.mutation(description="Deployed instances are destroyed first, then removed.")
+    async def delete_compute_instance(self, info: Info, id: strawberry.ID) -> DeletePayload:
+        return await delete_payload(service.delete(info.context.actor, id))
+
+
+def _event(
+    instance: ComputeInstance, status: str, message: str | None, at: datetime
+) -> ComputeInstanceStatusEvent:
+    return ComputeInstanceStatusEvent(
+        instance=ComputeInstanceType.of(instance), status=DeploymentStatus(status), message=message, at=at
+    )
+
+
+async def _next(subscription: Subscription) -> StatusEvent | Overflow:
+    return await subscription.queue.get()
+
+
+@strawberry.type
+class ComputeSubscription:
+    @strawberry.subscription(
+        description="The first event is the instance's current state; then one event per change, in order. "
+        "Ends when the instance is deleted."
+    )
+    async def compute_instance_status(
+        self, info: Info, id: strawberry.ID
+    ) -> AsyncGenerator[ComputeInstanceStatusEvent, None]:
+        actor = info.context.actor
+        broadcaster = info.context.broadcaster
+        if actor.user is None:
+            raise NotAuthenticated()
+        instance = await service.get_instance(actor, id)
+        if instance is None or broadcaster is None:
+            raise NotFound("No such compute instance.")
+        async with broadcaster.instance(str(instance.id)) as subscription:
+            # Registered first, read second: a change in between arrives as an event.
+            current = await service.get_instance(actor, id)
+            if current is None:
+                return
+            last = current.version
+            yield _event(current, current.status.value, current.status_message, current.updated_at)
+            while True:
+                item = await _next(subscription)
+                info.context.loaders = Loaders()  # fresh data for every event
+                if isinstance(item, Overflow):
+                    current = await service.get_instance(actor, id)
+                    if current is None:
+                        return
+                    if current.version > last:
+                        last = current.version
+                        yield _event(
+                            current, current.status.value, current.status_message, current.updated_at
+                        )
+                    continue
+                if item.version <= last:
+                    continue
+                last = item.version
+                if item.deleted:
+                    return
+                current = await service.get_instance(actor, id)
+                if current is None:
+                    return
+                yield _event(current, item.status, item.message, datetime.fromisoformat(item.at))
+
+    @strawberry.subscription(
+        description="Every status change of the project's instances (and those shared with it), "
+        "for dashboards."
+    )
+    async def compute_instance_events(
+        self, info: Info, project: str
+    ) -> AsyncGenerator[ComputeInstanceStatusEvent, None]:
+        actor = info.context.actor
+        broadcaster = info.context.broadcaster
+        if actor.user is None:
+            raise NotAuthenticated()
+        owner = await project_by_name(actor, project)
+        if owner is None or broadcaster is None:
+            raise NotFound(f'project "{project}" not found')
+        last: dict[str, int] = {}
+        async with broadcaster.project(str(owner.id)) as subscription:
+            while True:
+                item = await _next(subscription)
+                if (
+                    isinstance(item, Overflow)
+                    or item.deleted
+                    or item.version <= last.get(item.instance_id, 0)
+                ):
+                    continue
+                last[item.instance_id] = item.version
+                info.context.loaders = Loaders()
+                current = await ComputeInstance.get_or_none(id=item.instance_id)
+                if current is None or not item.visible_in(str(owner.id)):
+                    continue
+                yield _event(current, item.status, item.message, datetime.fromisoformat(item.at))

@@ -1,0 +1,92 @@
+"""Compute instances (launched from a profile, with a snapshot of it), their deployment runs and
+their sharing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tortoise import fields
+from tortoise.models import Model
+
+from gpupaas.accounts.models import Project
+from gpupaas.catalog.models import ComputeProfile, SharingMode
+from gpupaas.compute.states import DeploymentStatus, RunAction, RunStatus
+
+
+class ComputeInstance(Model):
+    id = fields.UUIDField(primary_key=True)
+    project: fields.ForeignKeyRelation[Project] = fields.ForeignKeyField(
+        "gpupaas.Project", related_name="compute_instances", on_delete=fields.CASCADE
+    )
+    # SET_NULL: deleting a profile leaves its instances running on their snapshot.
+    profile: fields.ForeignKeyNullableRelation[ComputeProfile] = fields.ForeignKeyField(
+        "gpupaas.ComputeProfile", related_name="instances", null=True, on_delete=fields.SET_NULL
+    )
+    profile_name = fields.CharField(max_length=63)
+    # The profile's revision when the snapshot was taken: a newer one makes the instance outdated.
+    profile_revision = fields.IntField()
+    name = fields.CharField(max_length=63)
+    display_name = fields.CharField(max_length=128)
+    description: str | None = fields.TextField(null=True)
+    status = fields.CharEnumField(DeploymentStatus, max_length=16, default=DeploymentStatus.NOT_DEPLOYED)
+    status_message: str | None = fields.TextField(null=True)
+    labels: fields.JSONField[list[list[str]]] = fields.JSONField(default=list)
+    annotations: fields.JSONField[list[list[str]]] = fields.JSONField(default=list)
+    # The user's own input values ([[name, value], ...]); effective values come from the snapshot.
+    inputs: fields.JSONField[list[list[str]]] = fields.JSONField(default=list)
+    # What the profile said when the instance was created: template version and its YAML,
+    # resources, allocation, input definitions and settings, outputs and output settings.
+    snapshot: fields.JSONField[dict[str, Any]] = fields.JSONField(default=dict)
+    outputs: fields.JSONField[dict[str, str]] = fields.JSONField(default=dict)
+    sharing_mode = fields.CharEnumField(SharingMode, max_length=32, default=SharingMode.NONE)
+    # Bumped by every change; status events carry it so that subscribers never go backwards,
+    # and writers use it to detect a concurrent change (optimistic lock, for SQLite).
+    version = fields.IntField(default=1)
+    created_at = fields.DatetimeField(auto_now_add=True)
+    updated_at = fields.DatetimeField(auto_now=True)
+
+    runs: fields.ReverseRelation[DeploymentRun]
+
+    class Meta:
+        table = "compute_instances"
+        unique_together = (("project", "name"),)
+        indexes = (("project_id", "created_at"), ("project_id", "status"))
+
+
+class DeploymentRun(Model):
+    id = fields.UUIDField(primary_key=True)
+    instance: fields.ForeignKeyRelation[ComputeInstance] = fields.ForeignKeyField(
+        "gpupaas.ComputeInstance", related_name="runs", on_delete=fields.CASCADE
+    )
+    action = fields.CharEnumField(RunAction, max_length=16)
+    status = fields.CharEnumField(RunStatus, max_length=16, default=RunStatus.QUEUED)
+    message: str | None = fields.TextField(null=True)
+    # Remove the instance once this destroy run succeeds (deleteComputeInstance of a deployed one).
+    delete_after = fields.BooleanField(default=False)
+    attempts = fields.IntField(default=0)
+    # Which worker holds the run, and until when (renewed by heartbeats).
+    lease_owner = fields.CharField(max_length=128, null=True)
+    lease_expires_at = fields.DatetimeField(null=True)
+    # When its command was last queued for publishing: the reaper re-queues stale QUEUED runs.
+    queued_at = fields.DatetimeField(null=True)
+    created_at = fields.DatetimeField(auto_now_add=True)
+    started_at = fields.DatetimeField(null=True)
+    finished_at = fields.DatetimeField(null=True)
+
+    class Meta:
+        table = "deployment_runs"
+        indexes = (("instance_id", "created_at"), ("status", "queued_at"))
+
+
+class ComputeInstanceShare(Model):
+    id = fields.UUIDField(primary_key=True)
+    instance: fields.ForeignKeyRelation[ComputeInstance] = fields.ForeignKeyField(
+        "gpupaas.ComputeInstance", related_name="shares", on_delete=fields.CASCADE
+    )
+    project: fields.ForeignKeyRelation[Project] = fields.ForeignKeyField(
+        "gpupaas.Project", related_name="shared_instances", on_delete=fields.CASCADE
+    )
+
+    class Meta:
+        table = "compute_instance_shares"
+        unique_together = (("instance", "project"),)

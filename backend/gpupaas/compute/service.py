@@ -1,0 +1,663 @@
+"""The rules of compute instances: launch from the catalog (with a snapshot of the profile),
+save changes, deploy, destroy, delete, share; and the steps of a run that the workers take.
+
+Every status change writes, in the same transaction, the instance, its DeploymentRun and outbox
+rows (a command for the workers, a status event for subscribers): an accepted request is never
+lost, whatever restarts afterwards. Concurrent requests on one instance cannot both win: the row
+is locked on PostgreSQL, and on every database the write is conditional on the version read.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from tortoise.exceptions import IntegrityError
+from tortoise.expressions import F, Q
+from tortoise.transactions import in_transaction
+
+from gpupaas.accounts.models import Project
+from gpupaas.accounts.service import PROJECT_NAME_MAX, Actor, parse_id, project_by_name, require_project
+from gpupaas.catalog.models import ComputeProfile, ComputeProfileShare, SharingMode
+from gpupaas.catalog.service import OverridePolicy, definition_from_json, output_from_json
+from gpupaas.compute import states
+from gpupaas.compute.models import ComputeInstance, ComputeInstanceShare, DeploymentRun
+from gpupaas.compute.states import DeploymentStatus, Request, RunAction, RunStatus
+from gpupaas.core import validation
+from gpupaas.core.errors import Collector, ErrorCode, Forbidden, NotFound, UserErrors
+from gpupaas.core.pagination import Page, paginate
+from gpupaas.events import outbox
+from gpupaas.provisioning.inputs import check_value
+from gpupaas.provisioning.plan import Plan, build_plan
+
+SENSITIVE_MASK = "********"
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+# ---------------------------------------------------------------- visibility
+
+
+async def _instance_for(actor: Actor, instance_id: str) -> ComputeInstance | None:
+    """The instance when the caller may see it: its project's members, or a project it is shared with."""
+    actor.require_user()
+    iid = parse_id(instance_id)
+    if iid is None:
+        return None
+    instance = await ComputeInstance.get_or_none(id=iid).select_related("project")
+    if instance is None:
+        return None
+    if actor.can_see(instance.project):
+        return instance
+    if instance.sharing_mode == SharingMode.ALL_PROJECTS and actor.roles:
+        return instance
+    if instance.sharing_mode == SharingMode.SELECTED_PROJECTS and await ComputeInstanceShare.exists(
+        instance_id=instance.id, project_id__in=list(actor.roles)
+    ):
+        return instance
+    return None
+
+
+async def get_instance(actor: Actor, instance_id: str) -> ComputeInstance | None:
+    return await _instance_for(actor, instance_id)
+
+
+async def _require_own(actor: Actor, instance_id: str, field: tuple[str, ...]) -> ComputeInstance:
+    """The instance, for a change: only members of its own project (shared ones are read-only)."""
+    instance = await _instance_for(actor, instance_id)
+    if instance is None:
+        raise UserErrors.one(field, "No such compute instance.", ErrorCode.NOT_FOUND)
+    if not (actor.is_platform_admin or instance.project_id in actor.roles):  # type: ignore[attr-defined]
+        raise Forbidden(
+            "This instance is shared with your project read-only: only its own project may change it."
+        )
+    return instance
+
+
+def shared_filter(project: Project) -> Q:
+    return (
+        Q(project_id=project.id)
+        | Q(sharing_mode=SharingMode.ALL_PROJECTS)
+        | Q(sharing_mode=SharingMode.SELECTED_PROJECTS, shares__project_id=project.id)
+    )
+
+
+async def list_instances(
+    actor: Actor,
+    project: str,
+    search: str | None,
+    statuses: Sequence[DeploymentStatus] | None,
+    first: int | None,
+    after: str | None,
+) -> Page[ComputeInstance]:
+    """A project's instances and those shared with it, newest first."""
+    owner = await project_by_name(actor, project)
+    if owner is None:
+        raise NotFound(f'project "{project}" not found')
+    query = ComputeInstance.filter(shared_filter(owner))
+    term = (search or "").strip()
+    if term:
+        query = query.filter(
+            Q(name__icontains=term) | Q(display_name__icontains=term) | Q(description__icontains=term)
+        )
+    if statuses:
+        query = query.filter(status__in=list(statuses))
+    return await paginate(query.distinct(), first, after)
+
+
+# ---------------------------------------------------------------- the snapshot
+
+
+async def _launchable_profile(owner: Project, profile_id: str) -> ComputeProfile | None:
+    """A profile in the project's catalog: its own, or shared with it."""
+    pid = parse_id(profile_id)
+    if pid is None:
+        return None
+    profile = await ComputeProfile.get_or_none(id=pid).select_related("template_version__template", "project")
+    if profile is None:
+        return None
+    if profile.project.id == owner.id or profile.sharing_mode == SharingMode.ALL_PROJECTS:
+        return profile
+    if profile.sharing_mode == SharingMode.SELECTED_PROJECTS and await ComputeProfileShare.exists(
+        profile_id=profile.id, project_id=owner.id
+    ):
+        return profile
+    return None
+
+
+def take_snapshot(profile: ComputeProfile) -> dict[str, Any]:
+    version = profile.template_version
+    return {
+        "profileId": str(profile.id),
+        "profileName": profile.name,
+        "profileRevision": profile.revision,
+        "templateVersionId": str(version.id),
+        "templateName": version.template.name,
+        "templateVersion": version.version,
+        # Copied: the instance must still deploy if the template is deleted later.
+        "templateResources": version.resources,
+        "allocationType": profile.allocation_type.value,
+        "resources": {
+            "cpu": profile.cpu,
+            "memory": profile.memory,
+            "storage": profile.storage,
+            "gpuCount": profile.gpu_count,
+            "gpuVendor": profile.gpu_vendor.value,
+            "gpuModel": profile.gpu_model,
+        },
+        "inputDefinitions": list(version.inputs),
+        "inputSettings": list(profile.input_settings),
+        "outputs": list(version.outputs),
+        "outputSettings": list(profile.output_settings),
+        "labels": list(profile.labels),
+        "annotations": list(profile.annotations),
+    }
+
+
+def effective_inputs(
+    problems: Collector, snapshot: dict[str, Any], given: Sequence[tuple[str, str]]
+) -> dict[str, str]:
+    """The profile's values, then the user's where the override policy allows; checks each."""
+    definitions = {d["name"]: definition_from_json(d) for d in snapshot["inputDefinitions"]}
+    settings = {s["name"]: s for s in snapshot["inputSettings"]}
+    values: dict[str, str] = {}
+    for name, known in definitions.items():
+        default = settings.get(name, {}).get("value", known.default)
+        if default is not None:
+            values[name] = default
+    seen: set[str] = set()
+    for index, (name, value) in enumerate(given):
+        path = ("input", "inputs", index)
+        definition = definitions.get(name)
+        if definition is None:
+            problems.add(
+                (*path, "key"),
+                f'the profile has no input "{name}" (inputs: {", ".join(definitions) or "none"})',
+            )
+            continue
+        if name in seen:
+            problems.add((*path, "key"), f'input "{name}" is given twice')
+            continue
+        seen.add(name)
+        setting = settings.get(name, {})
+        policy = setting.get("override", OverridePolicy.ALLOWED)
+        if policy == OverridePolicy.NOT_ALLOWED and value != values.get(name):
+            problems.add(
+                (*path, "value"),
+                f'input "{name}" is set by the profile and cannot be changed',
+                ErrorCode.FORBIDDEN,
+            )
+            continue
+        allowed = setting.get("allowedValues") or []
+        if policy == OverridePolicy.RESTRICTED and value not in allowed:
+            problems.add((*path, "value"), f'input "{name}" must be one of: {", ".join(allowed)}')
+            continue
+        message = check_value(definition, value)
+        if message is not None:
+            problems.add((*path, "value"), f'input "{name}" {message}')
+            continue
+        values[name] = value
+    for name, known in definitions.items():
+        required = settings.get(name, {}).get("required", known.required)
+        if required and not values.get(name):
+            problems.add(("input", "inputs"), f'input "{name}" is required', ErrorCode.REQUIRED)
+    return values
+
+
+def masked_inputs(instance: ComputeInstance) -> list[tuple[str, str]]:
+    """The effective input values as users see them: sensitive ones masked."""
+    snapshot = instance.snapshot
+    values = effective_inputs(Collector(), snapshot, [(k, v) for k, v in instance.inputs])
+    sensitive = {d["name"] for d in snapshot["inputDefinitions"] if d.get("sensitive")}
+    return [(name, SENSITIVE_MASK if name in sensitive else value) for name, value in values.items()]
+
+
+def visible_outputs(instance: ComputeInstance) -> list[tuple[str, str]]:
+    settings = {s["name"]: s for s in instance.snapshot.get("outputSettings", [])}
+    shown = []
+    for output in instance.snapshot.get("outputs", []):
+        name = output["name"]
+        setting = settings.get(name, {})
+        if not setting.get("visible", True) or name not in instance.outputs:
+            continue
+        shown.append((setting.get("displayName") or name, instance.outputs[name]))
+    return shown
+
+
+def _merged_pairs(base: Sequence[Sequence[str]], own: Sequence[Sequence[str]]) -> dict[str, str]:
+    merged = {pair[0]: pair[1] for pair in base}
+    merged.update({pair[0]: pair[1] for pair in own})
+    return merged
+
+
+def plan_for(instance: ComputeInstance, project_name: str) -> Plan:
+    """The plan of the instance as it is saved now (raises PermanentError when it cannot render)."""
+    snapshot = instance.snapshot
+    inputs = effective_inputs(Collector(), snapshot, [(k, v) for k, v in instance.inputs])
+    return build_plan(
+        instance_id=str(instance.id),
+        instance_name=instance.name,
+        project=project_name,
+        profile_name=snapshot["profileName"],
+        allocation=snapshot["allocationType"],
+        resources=snapshot["resources"],
+        template_resources=snapshot["templateResources"],
+        input_definitions=[definition_from_json(d) for d in snapshot["inputDefinitions"]],
+        input_values=inputs,
+        outputs=[output_from_json(o) for o in snapshot["outputs"]],
+        labels=_merged_pairs(snapshot.get("labels", []), instance.labels),
+        annotations=_merged_pairs(snapshot.get("annotations", []), instance.annotations),
+    )
+
+
+# ---------------------------------------------------------------- events
+
+
+async def _shared_with(instance: ComputeInstance) -> list[str] | str:
+    if instance.sharing_mode == SharingMode.ALL_PROJECTS:
+        return "ALL"
+    if instance.sharing_mode == SharingMode.SELECTED_PROJECTS:
+        ids = await ComputeInstanceShare.filter(instance_id=instance.id).values_list("project_id", flat=True)
+        return [str(i) for i in ids]
+    return []
+
+
+async def _announce(instance: ComputeInstance, *, deleted: bool = False) -> None:
+    """A status event for subscribers (inside the caller's transaction)."""
+    await outbox.add_status(
+        str(instance.id),
+        {
+            "type": "status",
+            "instanceId": str(instance.id),
+            "projectId": str(instance.project_id),  # type: ignore[attr-defined]
+            "sharedWith": await _shared_with(instance),
+            "status": instance.status.value,
+            "message": instance.status_message,
+            "version": instance.version,
+            "deleted": deleted,
+            "at": now().isoformat(),
+        },
+    )
+
+
+async def _queue_run(
+    instance: ComputeInstance, action: RunAction, *, delete_after: bool = False
+) -> DeploymentRun:
+    run: DeploymentRun = await DeploymentRun.create(
+        instance_id=instance.id, action=action, delete_after=delete_after, queued_at=now()
+    )
+    await outbox.add_command(
+        str(instance.id),
+        {"type": "run", "runId": str(run.id), "instanceId": str(instance.id), "action": action.value},
+    )
+    return run
+
+
+async def _write_status(instance: ComputeInstance, status: DeploymentStatus, message: str | None) -> None:
+    """Conditional on the version this request read: a concurrent change makes it a CONFLICT."""
+    changed = await ComputeInstance.filter(id=instance.id, version=instance.version).update(
+        status=status, status_message=message, version=instance.version + 1, updated_at=now()
+    )
+    if not changed:
+        raise UserErrors.one(
+            ("id",),
+            "the instance was changed by another request at the same moment: look again and retry",
+            ErrorCode.CONFLICT,
+        )
+    instance.status, instance.status_message, instance.version = status, message, instance.version + 1
+
+
+async def _locked(instance_id: uuid.UUID) -> ComputeInstance:
+    """The instance row, locked for this transaction on PostgreSQL (SQLite has one writer anyway)."""
+    instance: ComputeInstance = await ComputeInstance.select_for_update().get(id=instance_id)
+    return instance
+
+
+def _state_error(error: states.TransitionError) -> UserErrors:
+    return UserErrors.one(("id",), str(error), ErrorCode.INVALID_STATE)
+
+
+# ---------------------------------------------------------------- requests
+
+
+@dataclass
+class InstanceIn:
+    name: str | None = None
+    display_name: str | None = None
+    description: str | None = None
+    labels: list[tuple[str, str]] | None = None
+    annotations: list[tuple[str, str]] | None = None
+    inputs: list[tuple[str, str]] | None = None
+
+
+def _check_pairs(problems: Collector, field: str, pairs: Sequence[tuple[str, str]], kind: str) -> None:
+    for index, part, message in validation.key_values(pairs, kind=kind):  # type: ignore[arg-type]
+        problems.add(("input", field, index, part), message)
+
+
+def _apply_fields(problems: Collector, instance: ComputeInstance, data: InstanceIn) -> None:
+    if data.display_name is not None:
+        display = data.display_name.strip() or instance.name
+        problems.check(("input", "displayName"), validation.display_name(display))
+        instance.display_name = display
+    if data.description is not None:
+        problems.check(("input", "description"), validation.description(data.description))
+        instance.description = data.description or None
+    if data.labels is not None:
+        _check_pairs(problems, "labels", data.labels, "label")
+        instance.labels = [list(p) for p in data.labels]
+    if data.annotations is not None:
+        _check_pairs(problems, "annotations", data.annotations, "annotation")
+        problems.check(("input", "annotations"), validation.annotations_size(dict(data.annotations)))
+        instance.annotations = [list(p) for p in data.annotations]
+    if data.inputs is not None:
+        effective_inputs(problems, instance.snapshot, data.inputs)
+        instance.inputs = [list(p) for p in data.inputs]
+
+
+async def create_instance(
+    actor: Actor, project: str, profile_id: str, data: InstanceIn, deploy: bool
+) -> ComputeInstance:
+    owner = await require_project(actor, project, ("input", "project"))
+    if not (actor.is_platform_admin or owner.id in actor.roles):
+        raise Forbidden(f'Only members of project "{owner.name}" may launch compute instances in it.')
+    problems = Collector()
+    name = data.name or ""
+    problems.check(("input", "name"), validation.dns_label(name))
+    profile = await _launchable_profile(owner, profile_id)
+    if profile is None:
+        raise UserErrors.one(
+            ("input", "profile"), "No such compute profile in this project's catalog.", ErrorCode.NOT_FOUND
+        )
+    instance = ComputeInstance(
+        project=owner,
+        profile=profile,
+        profile_name=profile.name,
+        profile_revision=profile.revision,
+        name=name,
+        display_name=name,
+        snapshot=take_snapshot(profile),
+        labels=[],
+        annotations=[],
+        inputs=[],
+        outputs={},
+    )
+    _apply_fields(problems, instance, data)
+    if data.inputs is None:
+        effective_inputs(problems, instance.snapshot, [])
+    if not problems and await ComputeInstance.exists(project_id=owner.id, name=name):
+        problems.add(
+            ("input", "name"), f'an instance named "{name}" already exists in this project', ErrorCode.TAKEN
+        )
+    problems.raise_if_any()
+    try:
+        async with in_transaction():
+            if deploy:
+                instance.status = states.after_request(Request.DEPLOY, instance.status)
+            await instance.save()
+            if deploy:
+                await _queue_run(instance, RunAction.DEPLOY)
+            await _announce(instance)
+    except IntegrityError:
+        raise UserErrors.one(
+            ("input", "name"), f'an instance named "{name}" already exists in this project', ErrorCode.TAKEN
+        ) from None
+    outbox.notify()
+    return instance
+
+
+async def update_instance(actor: Actor, instance_id: str, data: InstanceIn) -> ComputeInstance:
+    """ "Save Changes": labels, annotations, description, display name and inputs; the status stays."""
+    instance = await _require_own(actor, instance_id, ("input", "id"))
+    problems = Collector()
+    if data.name is not None and data.name != instance.name:
+        problems.add(("input", "name"), "the name of an instance cannot change", ErrorCode.IMMUTABLE)
+    _apply_fields(problems, instance, data)
+    problems.raise_if_any()
+    # Not conditional on the version: saving changes must not collide with a run's status changes.
+    await ComputeInstance.filter(id=instance.id).update(
+        display_name=instance.display_name,
+        description=instance.description,
+        labels=instance.labels,
+        annotations=instance.annotations,
+        inputs=instance.inputs,
+        version=F("version") + 1,
+        updated_at=now(),
+    )
+    return await ComputeInstance.get(id=instance.id)
+
+
+async def deploy(actor: Actor, instance_id: str) -> ComputeInstance:
+    instance = await _require_own(actor, instance_id, ("id",))
+    async with in_transaction():
+        instance = await _locked(instance.id)
+        try:
+            status = states.after_request(Request.DEPLOY, instance.status)
+        except states.TransitionError as error:
+            raise _state_error(error) from None
+        await _write_status(instance, status, None)
+        await _queue_run(instance, RunAction.DEPLOY)
+        await _announce(instance)
+    outbox.notify()
+    return instance
+
+
+async def destroy(actor: Actor, instance_id: str) -> ComputeInstance:
+    instance = await _require_own(actor, instance_id, ("id",))
+    async with in_transaction():
+        instance = await _locked(instance.id)
+        try:
+            status = states.after_request(Request.DESTROY, instance.status)
+        except states.TransitionError as error:
+            raise _state_error(error) from None
+        await _write_status(instance, status, None)
+        await _queue_run(instance, RunAction.DESTROY)
+        await _announce(instance)
+    outbox.notify()
+    return instance
+
+
+async def delete(actor: Actor, instance_id: str) -> str:
+    """Removes a NOT_DEPLOYED instance at once; a deployed one is destroyed first, then removed."""
+    instance = await _require_own(actor, instance_id, ("id",))
+    async with in_transaction():
+        instance = await _locked(instance.id)
+        try:
+            states.check(Request.DELETE, instance.status)
+        except states.TransitionError as error:
+            raise _state_error(error) from None
+        if states.needs_destroy_before_delete(instance.status):
+            await _write_status(
+                instance, DeploymentStatus.DESTROYING, "deleting: destroying its resources first"
+            )
+            await _queue_run(instance, RunAction.DESTROY, delete_after=True)
+            await _announce(instance)
+        else:
+            await _remove(instance)
+    outbox.notify()
+    return instance_id
+
+
+async def _remove(instance: ComputeInstance) -> None:
+    instance.version += 1
+    await _announce(instance, deleted=True)
+    await instance.delete()
+
+
+async def set_sharing(
+    actor: Actor, instance_id: str, mode: SharingMode, projects: Sequence[str] | None
+) -> ComputeInstance:
+    instance = await _require_own(actor, instance_id, ("id",))
+    problems = Collector()
+    targets: list[Project] = []
+    names = list(projects or ())
+    if mode == SharingMode.SELECTED_PROJECTS:
+        if not names:
+            problems.add(
+                ("sharing", "projects"), "name at least one project to share with", ErrorCode.REQUIRED
+            )
+        found = {
+            p.name: p for p in await Project.filter(name__in=[n for n in names if len(n) <= PROJECT_NAME_MAX])
+        }
+        for index, name in enumerate(names):
+            target = found.get(name)
+            if target is None or not actor.can_see(target) or target.is_system:
+                problems.add(
+                    ("sharing", "projects", index), f'project "{name}" not found', ErrorCode.NOT_FOUND
+                )
+            elif target.id == instance.project.id:
+                problems.add(("sharing", "projects", index), "an instance always belongs to its own project")
+            elif target not in targets:
+                targets.append(target)
+    elif names:
+        problems.add(("sharing", "projects"), "projects are named only with SELECTED_PROJECTS")
+    problems.raise_if_any()
+    async with in_transaction():
+        await ComputeInstanceShare.filter(instance_id=instance.id).delete()
+        for target in targets:
+            await ComputeInstanceShare.create(instance=instance, project=target)
+        instance.sharing_mode = mode
+        await ComputeInstance.filter(id=instance.id).update(sharing_mode=mode, updated_at=now())
+    return instance
+
+
+# ---------------------------------------------------------------- the steps of a run (workers)
+
+
+@dataclass
+class ClaimedRun:
+    run: DeploymentRun
+    instance: ComputeInstance
+    project_name: str
+
+
+async def claim_run(run_id: str, worker: str, lease: timedelta) -> ClaimedRun | None:
+    """Takes a queued run, or a running one whose worker stopped renewing its lease. None when the
+    run is finished, unknown, or held by a live worker: redelivered commands do nothing."""
+    rid = parse_id(run_id)
+    if rid is None:
+        return None
+    moment = now()
+    async with in_transaction():
+        run = await DeploymentRun.select_for_update().get_or_none(id=rid)
+        if run is None or run.status in states.FINISHED_RUNS:
+            return None
+        if run.status == RunStatus.RUNNING and run.lease_expires_at and run.lease_expires_at > moment:
+            return None
+        taken = await DeploymentRun.filter(
+            Q(id=rid)
+            & (Q(status=RunStatus.QUEUED) | Q(status=RunStatus.RUNNING, lease_expires_at__lte=moment))
+        ).update(
+            status=RunStatus.RUNNING,
+            lease_owner=worker,
+            lease_expires_at=moment + lease,
+            started_at=run.started_at or moment,
+            attempts=run.attempts + 1,
+        )
+        if not taken:
+            return None
+        run = await DeploymentRun.get(id=rid)
+        instance = await _locked(run.instance_id)  # type: ignore[attr-defined]
+        project = await Project.get(id=instance.project_id)  # type: ignore[attr-defined]
+        started = states.run_started(run.action)
+        if instance.status != started:
+            await _write_status(instance, started, None)
+            await _announce(instance)
+    outbox.notify()
+    return ClaimedRun(run=run, instance=instance, project_name=project.name)
+
+
+async def renew_lease(run_id: uuid.UUID, worker: str, lease: timedelta) -> bool:
+    """The worker is alive: extend its lease. False when the run is no longer its own."""
+    renewed = await DeploymentRun.filter(id=run_id, lease_owner=worker, status=RunStatus.RUNNING).update(
+        lease_expires_at=now() + lease
+    )
+    return bool(renewed)
+
+
+async def report_progress(run_id: uuid.UUID, worker: str, message: str) -> None:
+    await DeploymentRun.filter(id=run_id, lease_owner=worker, status=RunStatus.RUNNING).update(
+        message=message
+    )
+
+
+async def finish_run(
+    run_id: uuid.UUID,
+    worker: str,
+    *,
+    succeeded: bool,
+    message: str | None,
+    outputs: dict[str, str] | None = None,
+) -> bool:
+    """Ends the run and moves the instance on (or removes it, for a delete). False when another
+    worker took the run meanwhile (its lease had expired): that worker's result stands."""
+    moment = now()
+    async with in_transaction():
+        run = await DeploymentRun.select_for_update().get_or_none(id=run_id)
+        if run is None or run.status != RunStatus.RUNNING or run.lease_owner != worker:
+            return False
+        run.status = RunStatus.SUCCEEDED if succeeded else RunStatus.FAILED
+        run.message = message
+        run.finished_at = moment
+        run.lease_expires_at = None
+        await run.save(update_fields=["status", "message", "finished_at", "lease_expires_at"])
+        instance = await _locked(run.instance_id)  # type: ignore[attr-defined]
+        if succeeded and run.delete_after:
+            await _remove(instance)
+        else:
+            status = states.run_succeeded(run.action) if succeeded else states.run_failed(run.action)
+            if outputs is not None:
+                instance.outputs = outputs
+                await ComputeInstance.filter(id=instance.id).update(outputs=outputs)
+            elif succeeded and run.action == RunAction.DESTROY:
+                await ComputeInstance.filter(id=instance.id).update(outputs={})
+            await _write_status(instance, status, message)
+            await _announce(instance)
+    outbox.notify()
+    return True
+
+
+async def requeue_stale_runs(*, queued_for: timedelta, max_attempts: int) -> int:
+    """The database is the truth: a run whose command seems lost (QUEUED too long), or whose worker
+    died (RUNNING with an expired lease), is queued again; past max_attempts it fails with a reason."""
+    moment = now()
+    count = 0
+    stale = await DeploymentRun.filter(
+        Q(status=RunStatus.QUEUED, queued_at__lte=moment - queued_for)
+        | Q(status=RunStatus.RUNNING, lease_expires_at__lte=moment)
+    ).limit(500)
+    for run in stale:
+        async with in_transaction():
+            fresh = await DeploymentRun.select_for_update().get_or_none(id=run.id)
+            if fresh is None or fresh.status != run.status or fresh.lease_expires_at != run.lease_expires_at:
+                continue
+            if fresh.status == RunStatus.RUNNING and fresh.attempts >= max_attempts:
+                fresh.status = RunStatus.FAILED
+                fresh.message = (
+                    f"the worker stopped responding {fresh.attempts} times; gave up (deploy again to retry)"
+                )
+                fresh.finished_at = moment
+                await fresh.save(update_fields=["status", "message", "finished_at"])
+                instance = await _locked(fresh.instance_id)  # type: ignore[attr-defined]
+                await _write_status(instance, states.run_failed(fresh.action), fresh.message)
+                await _announce(instance)
+            else:
+                await DeploymentRun.filter(id=fresh.id).update(queued_at=moment)
+                await outbox.add_command(
+                    str(fresh.instance_id),  # type: ignore[attr-defined]
+                    {
+                        "type": "run",
+                        "runId": str(fresh.id),
+                        "instanceId": str(fresh.instance_id),  # type: ignore[attr-defined]
+                        "action": fresh.action.value,
+                    },
+                )
+            count += 1
+    if count:
+        outbox.notify()
+    return count

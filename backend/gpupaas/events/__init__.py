@@ -1,0 +1,1 @@
+"""gpupaas.events."""

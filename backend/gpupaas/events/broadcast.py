@@ -1,0 +1,148 @@
+"""Status fan-out: every API process reads every status event (a broadcast consumer of
+gpupaas.status) and hands it to its own subscribers, by instance and by project.
+
+Subscribers get queues; a slow subscriber's queue is bounded and, when full, it is told to catch
+up (it re-reads the current state) instead of holding memory for everyone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from gpupaas.events.bus import STATUS_TOPIC, Bus, Consumer
+
+log = logging.getLogger("gpupaas.broadcast")
+QUEUE_SIZE = 256
+
+
+@dataclass(frozen=True)
+class StatusEvent:
+    instance_id: str
+    project_id: str
+    shared_with: tuple[str, ...] | str  # project ids, or "ALL"
+    status: str
+    message: str | None
+    version: int
+    deleted: bool
+    at: str
+
+    @classmethod
+    def parse(cls, payload: dict[str, Any]) -> StatusEvent:
+        shared = payload.get("sharedWith") or ()
+        return cls(
+            instance_id=payload["instanceId"],
+            project_id=payload["projectId"],
+            shared_with=shared if isinstance(shared, str) else tuple(shared),
+            status=payload["status"],
+            message=payload.get("message"),
+            version=int(payload["version"]),
+            deleted=bool(payload.get("deleted")),
+            at=payload["at"],
+        )
+
+    def visible_in(self, project_id: str) -> bool:
+        return self.project_id == project_id or self.shared_with == "ALL" or project_id in self.shared_with
+
+
+class Overflow:
+    """Put in a queue that filled up: the subscriber lost events and must re-read the state."""
+
+
+class Subscription:
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.queue: asyncio.Queue[StatusEvent | Overflow] = asyncio.Queue(maxsize=QUEUE_SIZE)
+
+    def offer(self, event: StatusEvent) -> None:
+        try:
+            self.queue.put_nowait(event)
+        except asyncio.QueueFull:
+            # Drop what is queued and say so once: the subscriber resynchronizes from the database.
+            while not self.queue.empty():
+                self.queue.get_nowait()
+            self.queue.put_nowait(Overflow())
+
+
+class StatusBroadcaster:
+    def __init__(self, bus: Bus) -> None:
+        self.bus = bus
+        self._by_instance: dict[str, set[Subscription]] = {}
+        self._by_project: dict[str, set[Subscription]] = {}
+        self._consumer: Consumer | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self._consumer = self.bus.consumer([STATUS_TOPIC], group=None)
+        await self._consumer.start()
+        self._task = asyncio.create_task(self._run(), name="status-broadcaster")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self._consumer is not None:
+            await self._consumer.stop()
+
+    async def _run(self) -> None:
+        assert self._consumer is not None
+        while True:
+            try:
+                messages = await self._consumer.getmany(timeout=1.0, max_records=500)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("reading status events failed; retrying")
+                await asyncio.sleep(1.0)
+                continue
+            for message in messages:
+                try:
+                    event = StatusEvent.parse(json.loads(message.value))
+                except (ValueError, KeyError, TypeError):
+                    log.warning(
+                        "skipping a malformed status event at %s/%s", message.partition, message.offset
+                    )
+                    continue
+                self.dispatch(event)
+
+    def dispatch(self, event: StatusEvent) -> None:
+        for subscription in self._by_instance.get(event.instance_id, ()):
+            subscription.offer(event)
+        if self._by_project:
+            targets = (
+                self._by_project.keys()
+                if event.shared_with == "ALL"
+                else [event.project_id, *event.shared_with]
+            )
+            for project_id in list(targets):
+                for subscription in self._by_project.get(project_id, ()):
+                    subscription.offer(event)
+
+    @contextlib.asynccontextmanager
+    async def instance(self, instance_id: str) -> AsyncIterator[Subscription]:
+        async with self._subscribed(self._by_instance, instance_id) as subscription:
+            yield subscription
+
+    @contextlib.asynccontextmanager
+    async def project(self, project_id: str) -> AsyncIterator[Subscription]:
+        async with self._subscribed(self._by_project, project_id) as subscription:
+            yield subscription
+
+    @contextlib.asynccontextmanager
+    async def _subscribed(self, index: dict[str, set[Subscription]], key: str) -> AsyncIterator[Subscription]:
+        subscription = Subscription(key)
+        index.setdefault(key, set()).add(subscription)
+        try:
+            yield subscription
+        finally:
+            members = index.get(key)
+            if members is not None:
+                members.discard(subscription)
+                if not members:
+                    del index[key]

@@ -1,0 +1,365 @@
+"""The Kafka bus: events/bus.py's interface on any Kafka-protocol broker, through aiokafka 0.14.
+
+This is the only module that imports aiokafka; everything else sees `Bus`, `Consumer`, `Message`
+and `BusUnavailable`. aiokafka's errors become `BusUnavailable` with a message that says what
+failed, and every call that talks to the broker is bounded by `request_timeout_ms`.
+
+Broker quirks handled here (seen on tansu, the broker of our tests; harmless on Kafka):
+- A broadcast consumer cannot trust ListOffsets(latest) (`seek_to_end`, `end_offsets`): tansu
+  answers with too small an offset once a produce request carried several records. So after
+  `seek_to_end` it reads the partitions' high watermark from a real fetch response and seeks there.
+- tansu does not answer a waiting fetch when data arrives, so a consumer sees about half of
+  `fetch_max_wait_ms` as latency: keep it small (10 ms by default; 1 ms halves the latency again
+  at the cost of idle polling).
+- tansu holds a JoinGroup for half the session timeout, so the first assignment and every
+  rebalance take about `session_timeout_ms / 2` plus a heartbeat interval (5-8 s with the
+  defaults; tests use a 2 s session timeout and a 200 ms heartbeat for ~1-2 s).
+- tansu numbers a group's first generation 0 and aiokafka sends LeaveGroup only from generation 1
+  on: when the only member of a group that never rebalanced stops, the next member to join waits
+  for the old one's session to expire (about `session_timeout_ms` more).
+- Idempotent producing (InitProducerId) fails on tansu: pass `idempotence=False` there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from aiokafka import (  # type: ignore[import-untyped]
+    AIOKafkaConsumer,
+    AIOKafkaProducer,
+    ConsumerRebalanceListener,
+    TopicPartition,
+)
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic  # type: ignore[import-untyped]
+from aiokafka.errors import (  # type: ignore[import-untyped]
+    ConsumerStoppedError,
+    KafkaError,
+    TopicAlreadyExistsError,
+    for_code,
+)
+
+from gpupaas.events.bus import Assignment, BusUnavailable, Consumer, Message, RebalanceCallback
+
+log = logging.getLogger("gpupaas.events.kafka")
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, TimeoutError):
+        return "no answer in time"
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _tps(partitions: Any) -> Assignment:
+    return {(tp.topic, tp.partition) for tp in partitions}
+
+
+class KafkaBus:
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        *,
+        client_id: str,
+        idempotence: bool = True,
+        partitions: int = 6,
+        replication_factor: int = 1,
+        fetch_max_wait_ms: int = 10,
+        request_timeout_ms: int = 10_000,
+        session_timeout_ms: int = 10_000,
+        heartbeat_interval_ms: int = 3_000,
+        assignment_timeout: float = 30.0,
+        linger_ms: int = 0,
+        metadata_max_age_ms: int = 30_000,
+    ) -> None:
+        """`request_timeout_ms` bounds publish, ensure_topics and commit. `session_timeout_ms`:
+        how long the group waits for a silent member before giving its partitions away.
+        `assignment_timeout` (seconds): how long a group consumer's start() waits for its
+        assignment. `linger_ms` 0: the relay awaits each publish, so lingering only adds latency
+        (concurrent publishes are still batched while a request is in flight)."""
+        self.bootstrap_servers = bootstrap_servers
+        self.client_id = client_id
+        self.idempotence = idempotence
+        self.partitions = partitions
+        self.replication_factor = replication_factor
+        self.fetch_max_wait_ms = fetch_max_wait_ms
+        self.request_timeout_ms = request_timeout_ms
+        # How soon a changed partition count (a topic re-created after a broker restart, or grown by
+        # an operator) is noticed: consumers rebalance onto the new partitions after this.
+        self.metadata_max_age_ms = metadata_max_age_ms
+        self.session_timeout_ms = session_timeout_ms
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.assignment_timeout = assignment_timeout
+        self.linger_ms = linger_ms
+        self._producer: Any = None
+        self._admin: Any = None
+        self._consumers: set[_KafkaConsumer] = set()
+
+    @property
+    def _timeout(self) -> float:
+        return self.request_timeout_ms / 1000
+
+    async def start(self) -> None:
+        if self._producer is not None:
+            return
+        producer = AIOKafkaProducer(
+            bootstrap_servers=self.bootstrap_servers,
+            client_id=self.client_id,
+            acks="all",
+            enable_idempotence=self.idempotence,
+            linger_ms=self.linger_ms,
+            request_timeout_ms=self.request_timeout_ms,
+            metadata_max_age_ms=self.metadata_max_age_ms,
+        )
+        admin = AIOKafkaAdminClient(
+            bootstrap_servers=self.bootstrap_servers,
+            client_id=f"{self.client_id}-admin",
+            request_timeout_ms=self.request_timeout_ms,
+        )
+        try:
+            async with asyncio.timeout(self._timeout):
+                await producer.start()
+                await admin.start()
+        except (KafkaError, OSError, TimeoutError) as error:
+            await producer.stop()
+            await admin.close()
+            raise BusUnavailable(
+                f"cannot reach Kafka at {self.bootstrap_servers}: {_describe(error)}"
+            ) from error
+        self._producer, self._admin = producer, admin
+
+    async def stop(self) -> None:
+        for consumer in list(self._consumers):
+            await consumer.stop()
+        producer, admin = self._producer, self._admin
+        self._producer = self._admin = None
+        if producer is not None:
+            try:
+                await producer.stop()
+            except KafkaError as error:
+                log.warning("stopping the Kafka producer: %s", _describe(error))
+        if admin is not None:
+            await admin.close()
+
+    async def ensure_topics(self, topics: Sequence[str]) -> None:
+        if self._admin is None:
+            raise BusUnavailable("the Kafka bus is not started")
+        if not topics:
+            return
+        new = [NewTopic(topic, self.partitions, self.replication_factor) for topic in topics]
+        try:
+            async with asyncio.timeout(self._timeout):
+                response = await self._admin.create_topics(new)
+        except (KafkaError, TimeoutError) as error:
+            raise BusUnavailable(f"cannot create topics {', '.join(topics)}: {_describe(error)}") from error
+        failures = []
+        for topic, code, *rest in response.topic_errors:
+            error_type = for_code(code)
+            # Already there (created earlier, or by another process just now) is what we want.
+            if code != 0 and error_type is not TopicAlreadyExistsError:
+                failures.append(f"{topic}: {error_type.__name__} {rest[0] if rest else ''}".strip())
+        if failures:
+            raise BusUnavailable(f"cannot create topics: {'; '.join(failures)}")
+
+    async def publish(
+        self, topic: str, key: str | None, value: bytes, headers: Sequence[tuple[str, bytes]] = ()
+    ) -> None:
+        if self._producer is None:
+            raise BusUnavailable(f"cannot publish to {topic}: the Kafka bus is not started")
+        raw_key = key.encode() if key is not None else None
+        try:
+            # aiokafka bounds this by request_timeout_ms already (NodeNotReadyError or
+            # KafkaTimeoutError after it); the outer bound is a backstop for metadata waits.
+            async with asyncio.timeout(2 * self._timeout + 1):
+                await self._producer.send_and_wait(topic, value, key=raw_key, headers=list(headers))
+        except (KafkaError, TimeoutError) as error:
+            raise BusUnavailable(
+                f"cannot publish to {topic} at {self.bootstrap_servers}: {_describe(error)}"
+            ) from error
+
+    def consumer(
+        self,
+        topics: Sequence[str],
+        *,
+        group: str | None,
+        on_assigned: RebalanceCallback | None = None,
+        on_revoked: RebalanceCallback | None = None,
+    ) -> Consumer:
+        if not topics:
+            raise ValueError("a consumer needs at least one topic")
+        return _KafkaConsumer(self, tuple(topics), group, on_assigned, on_revoked)
+
+
+class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+    """Hands aiokafka's rebalance callbacks on as sets of (topic, partition)."""
+
+    def __init__(self, owner: _KafkaConsumer) -> None:
+        self.owner = owner
+
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        # aiokafka calls this with nothing before the first join: not a revocation.
+        if revoked and self.owner.on_revoked is not None:
+            await self.owner.on_revoked(_tps(revoked))
+
+    async def on_partitions_assigned(self, assigned: Any) -> None:
+        if self.owner.on_assigned is not None:
+            await self.owner.on_assigned(_tps(assigned))
+
+
+async def _close(consumer: Any) -> None:
+    try:
+        await consumer.stop()
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise
+        # aiokafka 0.14: when the broker has gone, Fetcher.close() cancels a fetch task that sleeps
+        # in its retry backoff and lets that CancelledError out, skipping the rest of stop().
+        await consumer._client.close()
+    except KafkaError as error:
+        log.warning("stopping a Kafka consumer: %s", _describe(error))
+
+
+class _KafkaConsumer:
+    def __init__(
+        self,
+        bus: KafkaBus,
+        topics: tuple[str, ...],
+        group: str | None,
+        on_assigned: RebalanceCallback | None,
+        on_revoked: RebalanceCallback | None,
+    ) -> None:
+        self.bus = bus
+        self.topics = topics
+        self.group = group
+        self.on_assigned = on_assigned
+        self.on_revoked = on_revoked
+        self._consumer: Any = None
+        self._state = "new"  # -> "running" -> "stopped"
+
+    def _describe_self(self) -> str:
+        kind = f"group {self.group!r}" if self.group is not None else "broadcast"
+        return f"consumer of {', '.join(self.topics)} ({kind})"
+
+    async def start(self) -> None:
+        if self._state != "new":
+            raise BusUnavailable("a consumer is started once; make a new one")
+        bus = self.bus
+        # A JoinGroup may wait up to the rebalance timeout (= session timeout) for the other
+        # members, so the requests of a group consumer must be allowed to take longer than that.
+        request_timeout = max(bus.request_timeout_ms, bus.session_timeout_ms + 5_000)
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=bus.bootstrap_servers,
+            client_id=bus.client_id,
+            group_id=self.group,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest" if self.group is not None else "latest",
+            fetch_max_wait_ms=bus.fetch_max_wait_ms,
+            request_timeout_ms=request_timeout,
+            session_timeout_ms=bus.session_timeout_ms,
+            heartbeat_interval_ms=bus.heartbeat_interval_ms,
+            metadata_max_age_ms=bus.metadata_max_age_ms,
+        )
+        if self.group is not None:
+            consumer.subscribe(list(self.topics), listener=_Listener(self))
+        else:
+            consumer.subscribe(list(self.topics))
+        self._consumer = consumer
+        self._state = "running"
+        bus._consumers.add(self)
+        try:
+            if self.group is not None:
+                # aiokafka's start() joins the group and waits, without a bound, for the assignment.
+                async with asyncio.timeout(bus.assignment_timeout):
+                    await consumer.start()
+            else:
+                async with asyncio.timeout(bus._timeout):
+                    await consumer.start()
+                    await self._seek_to_end(consumer)
+        except (KafkaError, OSError, TimeoutError) as error:
+            await self.stop()
+            what = (
+                f"no partitions assigned within {bus.assignment_timeout:g}s"
+                if isinstance(error, TimeoutError) and self.group is not None
+                else _describe(error)
+            )
+            raise BusUnavailable(f"cannot start the {self._describe_self()}: {what}") from error
+        if self.group is None and self.on_assigned is not None:
+            try:
+                await self.on_assigned(self.assignment())
+            except Exception:
+                log.exception("on_assigned callback of the %s failed", self._describe_self())
+
+    async def _seek_to_end(self, consumer: Any) -> None:
+        partitions = list(consumer.assignment())
+        if not partitions:
+            return
+        # ListOffsets(latest) gives a start that is right on Kafka and too early on tansu; the
+        # high watermark of a fetch response is right on both. Records read meanwhile are older
+        # than that watermark, so they are dropped by the seek.
+        await consumer.seek_to_end(*partitions)
+        while missing := [tp for tp in partitions if consumer.highwater(tp) is None]:
+            await consumer.getmany(*missing, timeout_ms=20)
+        for tp in partitions:
+            consumer.seek(tp, consumer.highwater(tp))
+
+    async def stop(self) -> None:
+        consumer = self._consumer
+        self._state = "stopped"
+        self._consumer = None
+        self.bus._consumers.discard(self)
+        if consumer is not None:
+            await _close(consumer)
+
+    def assignment(self) -> Assignment:
+        if self._consumer is None:
+            return set()
+        return _tps(self._consumer.assignment())
+
+    async def getmany(self, timeout: float, max_records: int = 100) -> list[Message]:
+        consumer = self._consumer
+        if self._state != "running" or consumer is None:
+            raise BusUnavailable(f"the {self._describe_self()} is not running")
+        try:
+            batches = await consumer.getmany(timeout_ms=max(0, int(timeout * 1000)), max_records=max_records)
+        except ConsumerStoppedError:
+            if self._state == "stopped":
+                return []
+            raise BusUnavailable(f"the {self._describe_self()} was stopped") from None
+        except KafkaError as error:
+            raise BusUnavailable(f"reading as the {self._describe_self()}: {_describe(error)}") from error
+        return [
+            Message(
+                topic=record.topic,
+                partition=record.partition,
+                offset=record.offset,
+                key=record.key.decode(errors="replace") if record.key is not None else None,
+                value=record.value if record.value is not None else b"",
+                headers=tuple((name, bytes(value or b"")) for name, value in record.headers),
+            )
+            for records in batches.values()
+            for record in records
+        ]
+
+    async def commit(self, messages: Sequence[Message]) -> None:
+        if self.group is None:
+            raise BusUnavailable("a broadcast consumer does not commit")
+        consumer = self._consumer
+        if self._state != "running" or consumer is None:
+            raise BusUnavailable(f"the {self._describe_self()} is not running")
+        offsets: dict[Any, int] = {}
+        for message in messages:
+            tp = TopicPartition(message.topic, message.partition)
+            offsets[tp] = max(offsets.get(tp, 0), message.offset + 1)
+        if not offsets:
+            return
+        try:
+            async with asyncio.timeout(self.bus._timeout):
+                await consumer.commit(offsets)
+        except (KafkaError, TimeoutError) as error:
+            raise BusUnavailable(
+                f"commit refused for the {self._describe_self()}: {_describe(error)} "
+                "(after a rebalance the new owner gets those messages again)"
+            ) from error

@@ -1,0 +1,25 @@
+"""The transactional outbox: a row written in the same transaction as the change it announces,
+published to Kafka by the relay afterwards, so that an accepted change is never lost."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tortoise import fields
+from tortoise.models import Model
+
+
+class OutboxMessage(Model):
+    # Ordered: the relay publishes in id order, so one instance's events keep their order.
+    id = fields.BigIntField(primary_key=True)
+    topic = fields.CharField(max_length=128)
+    key = fields.CharField(max_length=128, null=True)
+    payload: fields.JSONField[dict[str, Any]] = fields.JSONField()
+    created_at = fields.DatetimeField(auto_now_add=True)
+    sent_at = fields.DatetimeField(null=True)
+    attempts = fields.IntField(default=0)
+    last_error: str | None = fields.TextField(null=True)
+
+    class Meta:
+        table = "outbox"
+        indexes = (("sent_at", "id"),)

@@ -1,0 +1,153 @@
+"""The plan of one run: everything a driver needs to apply or destroy an instance, built by a pure
+function from the instance's snapshot, so that a redelivered command builds the same plan."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpupaas.provisioning import render
+from gpupaas.provisioning.inputs import InputDefinition, typed_value
+
+# The extended resource each vendor's device plugin advertises.
+GPU_RESOURCE_NAMES: dict[str, str] = {
+    "NVIDIA": "nvidia.com/gpu",
+    "AMD": "amd.com/gpu",
+    "INTEL": "gpu.intel.com/i915",
+    "ASCEND": "huawei.com/Ascend910",
+    # CPU-only profiles still name a resource: a quota of 0 GPUs is a real limit.
+    "CPU": "nvidia.com/gpu",
+}
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+INSTANCE_LABEL = "gpupaas.io/instance"
+
+
+class DriverError(Exception):
+    """A run failed. `permanent`: retrying cannot help (FAILED with this message a person can act on)."""
+
+    def __init__(self, message: str, *, permanent: bool) -> None:
+        super().__init__(message)
+        self.permanent = permanent
+
+
+class PermanentError(DriverError):
+    def __init__(self, message: str) -> None:
+        super().__init__(message, permanent=True)
+
+
+class TemporaryError(DriverError):
+    def __init__(self, message: str) -> None:
+        super().__init__(message, permanent=False)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One instance's desired state: rendered manifests plus what admission and outputs need."""
+
+    instance_id: str
+    instance_name: str
+    project: str
+    namespace: str
+    allocation: str  # "DEDICATED" | "SHARED"
+    cpu: str
+    memory: str
+    storage: str
+    gpu_count: int
+    gpu_vendor: str
+    gpu_model: str | None
+    gpu_resource_name: str
+    manifests: tuple[dict[str, Any], ...]
+    outputs: tuple[render.OutputDefinition, ...]
+    context: render.RenderContext
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+
+def namespace_for(project: str, instance_name: str) -> str:
+    """A deterministic namespace (a DNS-1123 label of at most 63 characters)."""
+    name = f"{project}-{instance_name}"
+    if len(name) <= 63:
+        return name
+    import hashlib
+
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[:54].rstrip('-')}-{digest}"
+
+
+def build_plan(
+    *,
+    instance_id: str,
+    instance_name: str,
+    project: str,
+    profile_name: str,
+    allocation: str,
+    resources: Mapping[str, Any],
+    template_resources: str,
+    input_definitions: Sequence[InputDefinition],
+    input_values: Mapping[str, str],
+    outputs: Sequence[render.OutputDefinition],
+    labels: Mapping[str, str],
+    annotations: Mapping[str, str],
+    generated_token: str = "",
+) -> Plan:
+    """Renders the template for the instance; raises PermanentError when it cannot be rendered."""
+    vendor = str(resources["gpuVendor"])
+    resource_name = GPU_RESOURCE_NAMES.get(vendor, "nvidia.com/gpu")
+    namespace = namespace_for(project, instance_name)
+    typed: dict[str, str | int | float | bool] = {}
+    for definition in input_definitions:
+        raw = input_values.get(definition.name)
+        if raw is None:
+            continue
+        try:
+            typed[definition.name] = typed_value(definition, raw)
+        except ValueError as error:
+            raise PermanentError(f'input "{definition.name}": {error}') from None
+    context = render.RenderContext(
+        inputs=typed,
+        instance_name=instance_name,
+        instance_namespace=namespace,
+        instance_id=instance_id,
+        profile_name=profile_name,
+        cpu=str(resources["cpu"]),
+        memory=str(resources["memory"]),
+        storage=str(resources["storage"]),
+        gpu_count=int(resources["gpuCount"]),
+        gpu_vendor=vendor,
+        gpu_model=resources.get("gpuModel"),
+        gpu_resource_name=resource_name,
+        generated_token=generated_token,
+    )
+    try:
+        manifests = render.render(template_resources, context)
+    except render.TemplateError as error:
+        raise PermanentError(
+            "the template cannot be rendered: " + "; ".join(str(p) for p in error.problems)
+        ) from None
+    common_labels = {**labels, MANAGED_BY: "gpupaas", INSTANCE_LABEL: instance_id}
+    for manifest in manifests:
+        metadata = manifest.setdefault("metadata", {})
+        metadata["labels"] = {**common_labels, **(metadata.get("labels") or {})}
+        if annotations:
+            metadata["annotations"] = {**annotations, **(metadata.get("annotations") or {})}
+    return Plan(
+        instance_id=instance_id,
+        instance_name=instance_name,
+        project=project,
+        namespace=namespace,
+        allocation=allocation,
+        cpu=context.cpu,
+        memory=context.memory,
+        storage=context.storage,
+        gpu_count=context.gpu_count,
+        gpu_vendor=vendor,
+        gpu_model=context.gpu_model,
+        gpu_resource_name=resource_name,
+        manifests=tuple(manifests),
+        outputs=tuple(outputs),
+        context=context,
+        labels=dict(labels),
+        annotations=dict(annotations),
+    )

@@ -1,0 +1,103 @@
+"""The background parts of a gpupaas process: the bus, the outbox relay, the status broadcaster
+and (in the embedded default, or `gpupaas worker`) a worker with its driver.
+
+`gpupaas serve` starts all that its settings ask for inside the app's lifespan; `gpupaas worker`
+starts the bus, the relay and the worker only.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from gpupaas.events.broadcast import StatusBroadcaster
+from gpupaas.events.bus import Bus
+from gpupaas.events.relay import TOPICS, Relay
+from gpupaas.provisioning.drivers.base import Driver
+from gpupaas.settings import Settings
+from gpupaas.workers.worker import Worker, WorkerSettings
+
+
+def make_bus(settings: Settings, *, client_id: str = "gpupaas") -> Bus:
+    if settings.kafka_bootstrap_servers:
+        from gpupaas.events.kafka import KafkaBus
+        from gpupaas.events.namespaced import NamespacedBus
+
+        kafka = KafkaBus(
+            settings.kafka_bootstrap_servers,
+            client_id=client_id,
+            idempotence=settings.kafka_idempotence,
+            partitions=settings.kafka_partitions,
+            replication_factor=settings.kafka_replication_factor,
+            fetch_max_wait_ms=settings.kafka_fetch_max_wait_ms,
+            session_timeout_ms=settings.kafka_session_timeout_ms,
+            heartbeat_interval_ms=settings.kafka_heartbeat_interval_ms,
+            metadata_max_age_ms=settings.kafka_metadata_max_age_ms,
+        )
+        return NamespacedBus(kafka, settings.kafka_namespace) if settings.kafka_namespace else kafka
+    from gpupaas.events.memory import InProcessBus
+
+    return InProcessBus()
+
+
+def make_driver(settings: Settings) -> Driver:
+    from gpupaas.provisioning.drivers.simulated import SimulatedDriver
+    from gpupaas.provisioning.inventory import DEFAULT_INVENTORY, load_inventory
+
+    inventory = (
+        load_inventory(settings.simulated_inventory) if settings.simulated_inventory else DEFAULT_INVENTORY
+    )
+    return SimulatedDriver(inventory, phase_seconds=settings.simulated_phase_seconds)
+
+
+def worker_settings(settings: Settings) -> WorkerSettings:
+    return WorkerSettings(
+        lease=timedelta(seconds=settings.run_lease_seconds),
+        max_attempts=settings.run_max_attempts,
+        retry_backoff_seconds=settings.run_retry_backoff_seconds,
+        requeue_after=timedelta(seconds=settings.run_requeue_after_seconds),
+        reaper_interval_seconds=max(0.05, min(5.0, settings.run_requeue_after_seconds / 3)),
+    )
+
+
+class Runtime:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        serve_api: bool = True,
+        run_worker: bool | None = None,
+        bus: Bus | None = None,
+        driver: Driver | None = None,
+    ) -> None:
+        self.settings = settings
+        self.bus = bus or make_bus(settings)
+        self.relay = Relay(self.bus)
+        self.broadcaster = StatusBroadcaster(self.bus) if serve_api else None
+        worker_wanted = settings.run_worker if run_worker is None else run_worker
+        self.worker = (
+            Worker(self.bus, driver or make_driver(settings), worker_settings(settings))
+            if worker_wanted
+            else None
+        )
+        self._started = False
+
+    async def start(self) -> None:
+        await self.bus.start()
+        await self.bus.ensure_topics(TOPICS)
+        if self.broadcaster is not None:
+            await self.broadcaster.start()
+        if self.worker is not None:
+            await self.worker.start()
+        await self.relay.start()
+        self._started = True
+
+    async def stop(self) -> None:
+        if not self._started:
+            return
+        self._started = False
+        await self.relay.stop()
+        if self.worker is not None:
+            await self.worker.stop()
+        if self.broadcaster is not None:
+            await self.broadcaster.stop()
+        await self.bus.stop()

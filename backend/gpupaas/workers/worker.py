@@ -1,0 +1,175 @@
+"""The worker: consumes gpupaas.commands in the gpupaas-workers group and carries out runs.
+
+For each command: claim the run (a finished run, or one another live worker holds, is skipped:
+redelivery is normal), then render the snapshot and apply or destroy it through the driver while a
+heartbeat renews the run's lease. Temporary failures are retried with backoff; permanent ones fail
+the run with the driver's message. The Kafka offset is committed only after the database has the
+result. A message that cannot be handled at all goes to gpupaas.dead-letter and processing goes on.
+
+The reaper (in every worker) re-queues runs whose command was lost or whose worker died.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import socket
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+
+from gpupaas.compute import service as compute
+from gpupaas.compute.states import RunAction
+from gpupaas.events.bus import COMMANDS_TOPIC, DEAD_LETTER_TOPIC, WORKERS_GROUP, Bus, Consumer, Message
+from gpupaas.provisioning.drivers.base import Driver
+from gpupaas.provisioning.plan import DriverError, PermanentError
+
+log = logging.getLogger("gpupaas.worker")
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    lease: timedelta = timedelta(seconds=30)
+    max_attempts: int = 3
+    retry_backoff_seconds: float = 1.0
+    requeue_after: timedelta = timedelta(seconds=30)
+    reaper_interval_seconds: float = 5.0
+
+
+class Worker:
+    def __init__(
+        self, bus: Bus, driver: Driver, settings: WorkerSettings | None = None, *, name: str | None = None
+    ) -> None:
+        self.bus = bus
+        self.driver = driver
+        self.settings = settings or WorkerSettings()
+        self.name = name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self._consumer: Consumer | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self.handled = 0
+
+    async def start(self) -> None:
+        self._consumer = self.bus.consumer([COMMANDS_TOPIC], group=WORKERS_GROUP)
+        await self._consumer.start()
+        self._tasks = [
+            asyncio.create_task(self._consume(), name=f"worker-{self.name}"),
+            asyncio.create_task(self._reap(), name=f"reaper-{self.name}"),
+        ]
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+        if self._consumer is not None:
+            await self._consumer.stop()
+            self._consumer = None
+
+    async def _consume(self) -> None:
+        assert self._consumer is not None
+        consumer = self._consumer
+        while True:
+            try:
+                messages = await consumer.getmany(timeout=1.0, max_records=50)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("reading commands failed; retrying")
+                await asyncio.sleep(1.0)
+                continue
+            for message in messages:
+                await self.handle_message(message)
+                # Only now: the database holds the result of this command.
+                await consumer.commit([message])
+
+    async def handle_message(self, message: Message) -> None:
+        try:
+            payload = json.loads(message.value)
+            if not isinstance(payload, dict) or payload.get("type") != "run" or "runId" not in payload:
+                raise ValueError("not a run command")
+        except ValueError as error:
+            await self._dead_letter(message, f"cannot read the command: {error}")
+            return
+        try:
+            await self.handle_run(str(payload["runId"]))
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            # The database stays the truth: the reaper re-queues the run if it is still open.
+            log.exception("run %s could not be handled", payload.get("runId"))
+            await self._dead_letter(message, f"{type(error).__name__}: {error}")
+        self.handled += 1
+
+    async def _dead_letter(self, message: Message, error: str) -> None:
+        headers = (("error", error.encode()[:1000]), ("source-topic", message.topic.encode()))
+        try:
+            await self.bus.publish(DEAD_LETTER_TOPIC, message.key, message.value, headers)
+        except Exception:
+            log.exception("could not write to the dead-letter topic; dropping message %s", message.offset)
+
+    async def handle_run(self, run_id: str) -> None:
+        claimed = await compute.claim_run(run_id, self.name, self.settings.lease)
+        if claimed is None:
+            return  # finished already, or a live worker has it
+        run = claimed.run
+        heartbeat = asyncio.create_task(self._heartbeat(run.id))
+        try:
+            succeeded, message, outputs = await self._carry_out(claimed)
+        finally:
+            heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeat
+        await compute.finish_run(run.id, self.name, succeeded=succeeded, message=message, outputs=outputs)
+
+    async def _carry_out(self, claimed: compute.ClaimedRun) -> tuple[bool, str | None, dict[str, str] | None]:
+        run = claimed.run
+
+        async def progress(text: str) -> None:
+            await compute.report_progress(run.id, self.name, text)
+
+        last_error = ""
+        for attempt in range(1, self.settings.max_attempts + 1):
+            try:
+                plan = compute.plan_for(claimed.instance, claimed.project_name)
+                if run.action == RunAction.DEPLOY:
+                    outputs = await self.driver.apply(plan, progress)
+                    return True, None, outputs
+                await self.driver.destroy(plan, progress)
+                return True, None, None
+            except PermanentError as error:
+                return False, str(error), None
+            except DriverError as error:
+                last_error = str(error)
+            except Exception as error:  # an unexpected driver bug is retried, then reported
+                log.exception("run %s attempt %s failed", run.id, attempt)
+                last_error = f"unexpected error: {type(error).__name__}: {error}"
+            if attempt < self.settings.max_attempts:
+                await progress(f"attempt {attempt} failed ({last_error}); retrying")
+                await asyncio.sleep(self.settings.retry_backoff_seconds * 2 ** (attempt - 1))
+        return False, f"gave up after {self.settings.max_attempts} attempts: {last_error}", None
+
+    async def _heartbeat(self, run_id: uuid.UUID) -> None:
+        interval = max(0.05, self.settings.lease.total_seconds() / 3)
+        while True:
+            await asyncio.sleep(interval)
+            if not await compute.renew_lease(run_id, self.name, self.settings.lease):
+                log.warning("lost the lease of run %s", run_id)
+                return
+
+    async def _reap(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.reaper_interval_seconds)
+            try:
+                await compute.requeue_stale_runs(
+                    queued_for=self.settings.requeue_after, max_attempts=self.settings.max_attempts
+                )
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("reaper failed; retrying")
+

@@ -1,0 +1,62 @@
+"""A small graphql-transport-ws client for tests, over the `websockets` library."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import websockets
+
+_ids = itertools.count(1)
+
+
+class Session:
+    def __init__(self, ws: websockets.ClientConnection) -> None:
+        self.ws = ws
+
+    async def subscribe(self, query: str, variables: dict[str, Any] | None = None) -> str:
+        sid = str(next(_ids))
+        await self.ws.send(
+            json.dumps(
+                {"id": sid, "type": "subscribe", "payload": {"query": query, "variables": variables or {}}}
+            )
+        )
+        return sid
+
+    async def receive(self, timeout: float = 30.0) -> dict[str, Any]:
+        """The next message that is not a ping (pings are answered)."""
+        while True:
+            message: dict[str, Any] = json.loads(await asyncio.wait_for(self.ws.recv(), timeout))
+            if message["type"] == "ping":
+                await self.ws.send(json.dumps({"type": "pong"}))
+                continue
+            return message
+
+    async def next_data(self, timeout: float = 30.0) -> dict[str, Any]:
+        message = await self.receive(timeout)
+        assert message["type"] == "next", message
+        assert "errors" not in message["payload"], message
+        data: dict[str, Any] = message["payload"]["data"]
+        return data
+
+
+@asynccontextmanager
+async def connect(
+    base_url: str, *, token: str | None = None, cookie: str | None = None, init: bool = True
+) -> AsyncIterator[Session]:
+    url = base_url.replace("http://", "ws://") + "/graphql"
+    headers = {"Cookie": f"gpupaas_session={cookie}"} if cookie else None
+    async with websockets.connect(
+        url, subprotocols=[websockets.Subprotocol("graphql-transport-ws")], additional_headers=headers
+    ) as ws:
+        session = Session(ws)
+        if init:
+            payload = {"authorization": f"Bearer {token}"} if token else {}
+            await ws.send(json.dumps({"type": "connection_init", "payload": payload}))
+            ack = await session.receive()
+            assert ack["type"] == "connection_ack", ack
+        yield session
