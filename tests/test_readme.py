@@ -56,7 +56,11 @@ def test_first_steps_work_as_written(tmp_path: Path) -> None:
                     raise
                 time.sleep(0.2)
         script = 'set -euo pipefail\nexport PATH="' + str(Path(sys.executable).parent) + ':$PATH"\n'
-        script += first_steps_blocks().replace(".venv/bin/gpupaas", f"{sys.executable} -m gpupaas.cli")
+        script += (
+            first_steps_blocks()
+            .replace(".venv/bin/python ", f"{sys.executable} ")
+            .replace(".venv/bin/gpupaas", f"{sys.executable} -m gpupaas.cli")
+        )
         result = subprocess.run(
             ["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
         )
@@ -66,11 +70,20 @@ def test_first_steps_work_as_written(tmp_path: Path) -> None:
         assert all(
             not v.get("userErrors") for a in answers for v in a["data"].values() if isinstance(v, dict)
         )
-        catalog = answers[-1]["data"]["catalog"]
-        assert [p["name"] for p in catalog] == ["a100-small"]
-        assert "<strong>A100</strong>" in catalog[0]["readmeHtml"]
-        shared = answers[-2]["data"]["setComputeProfileSharing"]["computeProfile"]["sharing"]
+        shared = answers[-3]["data"]["setComputeProfileSharing"]["computeProfile"]["sharing"]
         assert shared == {"mode": "SELECTED_PROJECTS", "projects": [{"name": "research"}]}
+        catalog = answers[-2]["data"]["catalog"]
+        assert [p["name"] for p in catalog] == ["h100-small"]
+        assert "<strong>H100</strong>" in catalog[0]["readmeHtml"]
+        # the watcher printed the statuses as they came, ending with SUCCESS
+        statuses = [
+            line.split()[0] for line in result.stdout.splitlines() if line and not line.startswith("{")
+        ]
+        assert statuses[-1] == "SUCCESS" and "IN_PROGRESS" in statuses, result.stdout
+        instance = answers[-1]["data"]["computeInstance"]
+        assert instance["status"] == "SUCCESS"
+        assert {"key": "namespace", "value": "research-notebook-1"} in instance["outputs"]
+        assert instance["runs"] == [{"action": "DEPLOY", "status": "SUCCEEDED"}]
     finally:
         server.terminate()
         server.wait(timeout=10)

@@ -519,3 +519,18 @@ async def test_lists_run_a_fixed_number_of_queries(
     )
     assert small == large, (small, large)
     assert large[0] <= 12 and large[1] <= 12
+
+
+async def test_a_setting_without_a_value_keeps_the_template_default(db: object, gql: GraphQLClient) -> None:
+    admin, version = await _admin_and_version()
+    data = profile_input("ml", str(version.id), inputSettings=[{"name": "team", "override": "ALLOWED"}])
+    profile = (await gql.data(CREATE_PROFILE, {"input": data}, token=admin.token))["createComputeProfile"][
+        "computeProfile"
+    ]
+    assert profile["inputSettings"][0] == {
+        "name": "team",
+        "value": "ml",
+        "required": True,
+        "override": "ALLOWED",
+        "allowedValues": [],
+    }

@@ -367,3 +367,32 @@ async def test_profiles_outside_the_catalog_cannot_be_launched(db: Database, gql
         )
     )["createComputeInstance"]
     assert result["userErrors"] == []
+
+
+async def test_launch_refuses_what_the_next_deploy_could_not_render(db: Database, gql: GraphQLClient) -> None:
+    # an optional input without a default that the template uses: users must give it a value
+    alice = await make_user("alice")
+    project = await make_project("ml", alice=Role.MEMBER)
+    version = await make_version(
+        await make_template(project),
+        inputs=[catalog.InputDefinitionIn(name="team", type="STRING")],
+        outputs=[],
+    )
+    profile = await make_profile(project, version)
+    refused = (
+        await gql.data(
+            CREATE, {"input": {"project": "ml", "profile": str(profile.id), "name": "nb"}}, token=alice.token
+        )
+    )["createComputeInstance"]
+    assert refused["computeInstance"] is None
+    assert refused["userErrors"][0]["field"] == ["input", "inputs"]
+    assert 'no value for input "team"' in refused["userErrors"][0]["message"]
+    given = {
+        "project": "ml",
+        "profile": str(profile.id),
+        "name": "nb",
+        "inputs": [{"key": "team", "value": "vision"}],
+    }
+    assert (await gql.data(CREATE, {"input": given}, token=alice.token))["createComputeInstance"][
+        "userErrors"
+    ] == []

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from tests.conftest import GraphQLClient
-from tests.factories import make_profile, make_project, make_template, make_user, make_version
+from tests.factories import make_instance, make_profile, make_project, make_template, make_user, make_version
 
 HOSTILE = [
     "\x00",
@@ -130,6 +130,43 @@ def operations(ids: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
             {"id": ids["profile"], "p": ["other"]},
         ),
         ("mutation($id: ID!) { deleteComputeProfile(id: $id) { userErrors { code } } }", {"id": "x"}),
+        (
+            "query($p: String!, $s: String, $a: String) { computeInstances(project: $p, search: $s, after: $a) { totalCount } }",
+            {"p": "ml", "s": "x", "a": None},
+        ),
+        ("query($id: ID!) { computeInstance(id: $id) { name } }", {"id": ids["instance"]}),
+        (
+            "mutation($input: CreateComputeInstanceInput!) { createComputeInstance(input: $input) { userErrors { code } } }",
+            {
+                "input": {
+                    "project": "ml",
+                    "profile": ids["profile"],
+                    "name": "nb9",
+                    "displayName": "N",
+                    "description": "d",
+                    "labels": [{"key": "k", "value": "v"}],
+                    "annotations": [{"key": "k", "value": "v"}],
+                    "inputs": [{"key": "size", "value": "large"}],
+                }
+            },
+        ),
+        (
+            "mutation($input: UpdateComputeInstanceInput!) { updateComputeInstance(input: $input) { userErrors { code } } }",
+            {
+                "input": {
+                    "id": ids["instance"],
+                    "displayName": "N",
+                    "description": "d",
+                    "labels": [{"key": "k", "value": "v"}],
+                    "inputs": [{"key": "size", "value": "large"}],
+                }
+            },
+        ),
+        ("mutation($id: ID!) { deployComputeInstance(id: $id) { userErrors { code } } }", {"id": "x"}),
+        (
+            "mutation($id: ID!, $p: [String!]) { setComputeInstanceSharing(id: $id, sharing: {mode: SELECTED_PROJECTS, projects: $p}) { userErrors { code } } }",
+            {"id": ids["instance"], "p": ["other"]},
+        ),
     ]
 
 
@@ -161,7 +198,13 @@ async def test_hostile_text_in_every_string_argument(db: object, gql: GraphQLCli
     template = await make_template(project)
     version = await make_version(template)
     profile = await make_profile(project, version)
-    ids = {"template": str(template.id), "version": str(version.id), "profile": str(profile.id)}
+    instance = await make_instance(project, profile)
+    ids = {
+        "template": str(template.id),
+        "version": str(version.id),
+        "profile": str(profile.id),
+        "instance": str(instance.id),
+    }
     failures = []
     for query, variables in operations(ids):
         for path in string_paths(variables):

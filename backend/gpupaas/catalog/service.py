@@ -592,7 +592,8 @@ def resolve_input_settings(
             )
         settings[item.name] = {
             "name": item.name,
-            "value": item.value,
+            # No value given: the template's default stands (users may still override it).
+            "value": item.value if item.value is not None else defn.default,
             "required": required,
             "override": override,
             "allowedValues": allowed,

@@ -31,7 +31,7 @@ from gpupaas.core.errors import Collector, ErrorCode, Forbidden, NotFound, UserE
 from gpupaas.core.pagination import Page, paginate
 from gpupaas.events import outbox
 from gpupaas.provisioning.inputs import check_value
-from gpupaas.provisioning.plan import Plan, build_plan
+from gpupaas.provisioning.plan import PermanentError, Plan, build_plan
 
 SENSITIVE_MASK = "********"
 
@@ -167,7 +167,9 @@ def effective_inputs(
     settings = {s["name"]: s for s in snapshot["inputSettings"]}
     values: dict[str, str] = {}
     for name, known in definitions.items():
-        default = settings.get(name, {}).get("value", known.default)
+        default = settings.get(name, {}).get("value")
+        if default is None:
+            default = known.default
         if default is not None:
             values[name] = default
     seen: set[str] = set()
@@ -360,6 +362,14 @@ def _apply_fields(problems: Collector, instance: ComputeInstance, data: Instance
         instance.inputs = [list(p) for p in data.inputs]
 
 
+def _check_renders(problems: Collector, instance: ComputeInstance, project_name: str) -> None:
+    """A trial render of what the next deploy would apply: found at launch, not at deploy."""
+    try:
+        plan_for(instance, project_name)
+    except PermanentError as error:
+        problems.add(("input", "inputs"), str(error))
+
+
 async def create_instance(
     actor: Actor, project: str, profile_id: str, data: InstanceIn, deploy: bool
 ) -> ComputeInstance:
@@ -390,6 +400,8 @@ async def create_instance(
     _apply_fields(problems, instance, data)
     if data.inputs is None:
         effective_inputs(problems, instance.snapshot, [])
+    if not problems:
+        _check_renders(problems, instance, owner.name)
     if not problems and await ComputeInstance.exists(project_id=owner.id, name=name):
         problems.add(
             ("input", "name"), f'an instance named "{name}" already exists in this project', ErrorCode.TAKEN
@@ -418,6 +430,8 @@ async def update_instance(actor: Actor, instance_id: str, data: InstanceIn) -> C
     if data.name is not None and data.name != instance.name:
         problems.add(("input", "name"), "the name of an instance cannot change", ErrorCode.IMMUTABLE)
     _apply_fields(problems, instance, data)
+    if not problems:
+        _check_renders(problems, instance, instance.project.name)
     problems.raise_if_any()
     # Not conditional on the version: saving changes must not collide with a run's status changes.
     await ComputeInstance.filter(id=instance.id).update(

