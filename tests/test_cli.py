@@ -58,6 +58,7 @@ def test_bad_input_is_a_clear_error_and_a_non_zero_exit(tmp_path: Path) -> None:
         (("create-project", "Not Valid"), "", "name: must be a DNS-1123 label"),
         (("add-member", "nope", "bob", "ADMIN"), "", 'project "nope" not found'),
         (("add-member", "nope", "bob", "OWNER"), "", "role must be ADMIN or MEMBER"),
+        (("worker",), "", "gpupaas worker needs GPUPAAS_KAFKA_BOOTSTRAP_SERVERS"),
     ]
     for args, stdin, message in cases:
         result = gpupaas(tmp_path, *args, stdin=stdin)

@@ -38,6 +38,12 @@ def test_postgres_urls_and_required_secret() -> None:
         ({"GPUPAAS_MAX_QUERY_DEPTH": "ten"}, "expected a whole number"),
         ({"GPUPAAS_MAX_QUERY_DEPTH": "1"}, "must be at least 3"),
         ({"GPUPAAS_ALLOWED_ORIGINS": "localhost:5173"}, "is not an origin"),
+        ({"GPUPAAS_SIMULATED_PHASE_SECONDS": "-1"}, "must be at least 0"),
+        ({"GPUPAAS_SIMULATED_PHASE_SECONDS": "nan"}, "must be at least 0"),
+        ({"GPUPAAS_SIMULATED_INVENTORY": "/no/such/file.yaml"}, "no such file"),
+        ({"GPUPAAS_DRIVER": "kubernetes-ish"}, "expected simulated"),
+        ({"GPUPAAS_KAFKA_NAMESPACE": "a b"}, "letters, digits"),
+        ({"GPUPAAS_RUN_LEASE_SECONDS": "0"}, "must be at least 0.1"),
     ],
 )
 def test_bad_values_say_what_to_do(env: dict[str, str], message: str, tmp_path: Path) -> None:
@@ -58,3 +64,18 @@ def test_switches(tmp_path: Path) -> None:
     )
     assert not settings.graphiql and not settings.introspection and settings.secure_cookies
     assert settings.allowed_origins == ("http://localhost:5173", "https://studio.example.com")
+
+
+def test_the_worker_runs_inside_serve_only_with_the_in_process_bus(tmp_path: Path) -> None:
+    url = f"sqlite://{tmp_path}/x.db"
+    assert Settings.from_env({"GPUPAAS_DATABASE_URL": url}).run_worker is True
+    with_kafka = Settings.from_env({"GPUPAAS_DATABASE_URL": url, "GPUPAAS_KAFKA_BOOTSTRAP_SERVERS": "k:9092"})
+    assert with_kafka.run_worker is False and with_kafka.kafka_bootstrap_servers == "k:9092"
+    forced = Settings.from_env(
+        {
+            "GPUPAAS_DATABASE_URL": url,
+            "GPUPAAS_KAFKA_BOOTSTRAP_SERVERS": "k:9092",
+            "GPUPAAS_RUN_WORKER": "true",
+        }
+    )
+    assert forced.run_worker is True

@@ -144,7 +144,8 @@ def _wait_ready(url: str, process: subprocess.Popen[bytes], timeout: float = 60.
 
 @pytest.fixture
 def two_servers(tmp_path: Path, kafka_broker: TansuBroker) -> Iterator[tuple[str, str, dict[str, str]]]:
-    """Two `gpupaas serve` processes on one SQLite file and one broker; the first runs the worker."""
+    """Two `gpupaas serve` processes on one SQLite file and one broker, and a `gpupaas worker`
+    process: the API processes run no worker of their own."""
     env = {
         **os.environ,
         "GPUPAAS_DATABASE_URL": f"sqlite://{tmp_path}/shared.db",
@@ -157,27 +158,29 @@ def two_servers(tmp_path: Path, kafka_broker: TansuBroker) -> Iterator[tuple[str
     subprocess.run([sys.executable, "-m", "gpupaas.cli", "migrate"], env=env, check=True, capture_output=True)
     processes = []
     urls = []
-    for run_worker in ("true", "false"):
+    for _ in range(2):
         port = _free_port()
         process = subprocess.Popen(
             [sys.executable, "-m", "gpupaas.cli", "serve", "--port", str(port), "--log-level", "warning"],
-            env={**env, "GPUPAAS_RUN_WORKER": run_worker},
+            env={**env, "GPUPAAS_RUN_WORKER": "false"},
         )
         processes.append(process)
         urls.append(f"http://127.0.0.1:{port}")
+    processes.append(subprocess.Popen([sys.executable, "-m", "gpupaas.cli", "worker"], env=env))
     try:
-        for url, process in zip(urls, processes, strict=True):
+        for url, process in zip(urls, processes[:2], strict=True):
             _wait_ready(url, process)
         yield urls[0], urls[1], env
     finally:
         for process in processes:
             process.terminate()
-        for process in processes:
-            process.wait(timeout=30)
+        codes = [process.wait(timeout=30) for process in processes]
+        # uvicorn re-raises SIGTERM after its graceful shutdown; the worker exits 0 after its own
+        assert codes[:2] == [-15, -15] and codes[2] == 0, codes
 
 
 @pytest.mark.filterwarnings("ignore::ResourceWarning")
-async def test_a_subscriber_on_the_second_process_sees_a_deploy_made_through_the_first(
+async def test_a_subscriber_on_the_second_process_sees_a_deploy_made_through_the_first_and_done_by_a_worker(
     two_servers: tuple[str, str, dict[str, str]],
 ) -> None:
     first, second, env = two_servers
