@@ -25,7 +25,7 @@ from gpupaas.catalog.models import (
     Vendor,
     VersionState,
 )
-from gpupaas.core.pagination import encode_cursor
+from gpupaas.core import sharing
 from gpupaas.graphql.common import (
     DeletePayload,
     KeyValue,
@@ -33,8 +33,10 @@ from gpupaas.graphql.common import (
     PageInfo,
     UserError,
     attempt,
+    cursors_of,
     delete_payload,
     key_values,
+    page_info,
     pairs_in,
 )
 from gpupaas.graphql.context import Info
@@ -365,7 +367,7 @@ class ComputeProfileType:
     @strawberry.field
     async def sharing(self, info: Info) -> SharingType:
         shared = await info.context.loaders.shares_of_profile.load(self._model.id)
-        visible = service.shared_project_ids_visible(info.context.actor, self._model, shared)
+        visible = sharing.visible_targets(info.context.actor, self._model.project_id, shared)  # type: ignore[attr-defined]
         projects = [p for p in await info.context.loaders.project.load_many(visible) if p is not None]
         return SharingType(
             mode=self._model.sharing_mode,
@@ -559,18 +561,13 @@ class CatalogQuery:
         after: str | None = None,
     ) -> ComputeProfileConnection:
         page = await service.list_profiles(info.context.actor, project, search, first, after)
-        edges = [
-            ComputeProfileEdge(node=ComputeProfileType.of(p), cursor=encode_cursor(p.created_at, p.id))
-            for p in page.rows
-        ]
+        cursors = cursors_of(page)
         return ComputeProfileConnection(
-            edges=edges,
-            page_info=PageInfo(
-                has_next_page=page.has_next,
-                has_previous_page=page.has_previous,
-                start_cursor=edges[0].cursor if edges else None,
-                end_cursor=edges[-1].cursor if edges else None,
-            ),
+            edges=[
+                ComputeProfileEdge(node=ComputeProfileType.of(row), cursor=c)
+                for row, c in zip(page.rows, cursors, strict=True)
+            ],
+            page_info=page_info(page, cursors),
             total_count=page.total,
         )
 

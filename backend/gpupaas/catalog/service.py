@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import re
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +22,6 @@ from tortoise.transactions import in_transaction
 
 from gpupaas.accounts.models import Project
 from gpupaas.accounts.service import (
-    PROJECT_NAME_MAX,
     Actor,
     ensure_system_project,
     parse_id,
@@ -40,7 +39,7 @@ from gpupaas.catalog.models import (
     Vendor,
     VersionState,
 )
-from gpupaas.core import validation
+from gpupaas.core import sharing, validation
 from gpupaas.core.errors import Collector, ErrorCode, Forbidden, NotFound, UserErrors
 from gpupaas.core.pagination import Page, paginate
 from gpupaas.provisioning import builtins, render
@@ -446,15 +445,15 @@ async def _profile_for(actor: Actor, profile_id: str) -> ComputeProfile | None:
     profile = await ComputeProfile.get_or_none(id=pid).select_related("project")
     if profile is None:
         return None
-    if actor.can_see(profile.project):
-        return profile
-    if profile.sharing_mode == SharingMode.ALL_PROJECTS and actor.roles:
-        return profile
-    if profile.sharing_mode == SharingMode.SELECTED_PROJECTS and await ComputeProfileShare.exists(
-        profile_id=profile.id, project_id__in=list(actor.roles)
-    ):
-        return profile
-    return None
+
+    async def shared_with_any(project_ids: list[uuid.UUID]) -> bool:
+        return await ComputeProfileShare.exists(profile_id=pid, project_id__in=project_ids)
+
+    return (
+        profile
+        if await sharing.visible_to(actor, profile.project, profile.sharing_mode, shared_with_any)
+        else None
+    )
 
 
 async def get_profile(actor: Actor, profile_id: str) -> ComputeProfile | None:
@@ -779,46 +778,11 @@ async def set_profile_sharing(
     actor: Actor, profile_id: str, mode: SharingMode, projects: Sequence[str] | None
 ) -> ComputeProfile:
     profile = await _require_profile_admin(actor, profile_id, ("id",))
-    problems = Collector()
-    targets: list[Project] = []
-    names = list(projects or ())
-    if mode == SharingMode.SELECTED_PROJECTS:
-        if not names:
-            problems.add(
-                ("sharing", "projects"), "name at least one project to share with", ErrorCode.REQUIRED
-            )
-        # longer strings cannot be project names (and the ORM refuses to compare them)
-        found = {
-            p.name: p for p in await Project.filter(name__in=[n for n in names if len(n) <= PROJECT_NAME_MAX])
-        }
-        for index, name in enumerate(names):
-            target = found.get(name)
-            if target is None or not actor.can_see(target) or target.is_system:
-                problems.add(
-                    ("sharing", "projects", index), f'project "{name}" not found', ErrorCode.NOT_FOUND
-                )
-            elif target.id == profile.project.id:
-                problems.add(
-                    ("sharing", "projects", index), "a profile is always available to its own project"
-                )
-            elif target not in targets:
-                targets.append(target)
-    elif names:
-        problems.add(("sharing", "projects"), "projects are named only with SELECTED_PROJECTS")
-    problems.raise_if_any()
+    chosen = await sharing.targets(actor, profile.project, mode, projects, what="a profile")
     async with in_transaction():
         await ComputeProfileShare.filter(profile_id=profile.id).delete()
-        for target in targets:
+        for target in chosen:
             await ComputeProfileShare.create(profile=profile, project=target)
         profile.sharing_mode = mode
         await profile.save(update_fields=["sharing_mode", "updated_at"])
     return profile
-
-
-def shared_project_ids_visible(
-    actor: Actor, profile: ComputeProfile, project_ids: Iterable[uuid.UUID]
-) -> list[uuid.UUID]:
-    """Which share targets the caller may see: all for the owner's admins, else those visible to them."""
-    if actor.is_admin_of(profile.project_id):  # type: ignore[attr-defined]
-        return list(project_ids)
-    return [pid for pid in project_ids if pid in actor.roles]

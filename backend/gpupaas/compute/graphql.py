@@ -7,6 +7,7 @@ carry the instance's version, and a subscriber never goes backwards.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncGenerator
 from datetime import datetime
 
@@ -15,12 +16,12 @@ import strawberry
 from gpupaas.accounts.graphql import ProjectType
 from gpupaas.accounts.service import project_by_name
 from gpupaas.catalog.graphql import ComputeProfileType, ComputeResources, SharingInput, SharingType
-from gpupaas.catalog.models import AllocationType, SharingMode, Vendor
+from gpupaas.catalog.models import AllocationType, Vendor
 from gpupaas.compute import service
 from gpupaas.compute.models import ComputeInstance, DeploymentRun
 from gpupaas.compute.states import DeploymentStatus, RunAction, RunStatus
+from gpupaas.core import sharing
 from gpupaas.core.errors import NotAuthenticated, NotFound
-from gpupaas.core.pagination import encode_cursor
 from gpupaas.events.broadcast import Overflow, StatusEvent, Subscription
 from gpupaas.graphql.common import (
     DeletePayload,
@@ -29,8 +30,10 @@ from gpupaas.graphql.common import (
     PageInfo,
     UserError,
     attempt,
+    cursors_of,
     delete_payload,
     key_values,
+    page_info,
     pairs_in,
 )
 from gpupaas.graphql.context import Info
@@ -101,16 +104,15 @@ class ComputeInstanceType:
         profile = await info.context.loaders.profile.load(profile_id)
         if profile is None:
             return None
-        actor = info.context.actor
-        if actor.is_platform_admin or profile.project_id in actor.roles:  # type: ignore[attr-defined]
-            return ComputeProfileType.of(profile)
-        if profile.sharing_mode == SharingMode.ALL_PROJECTS and actor.roles:
-            return ComputeProfileType.of(profile)
-        if profile.sharing_mode == SharingMode.SELECTED_PROJECTS:
-            shared = await info.context.loaders.shares_of_profile.load(profile.id)
-            if any(p in actor.roles for p in shared):
-                return ComputeProfileType.of(profile)
-        return None
+        owner = await info.context.loaders.project.load(profile.project_id)  # type: ignore[attr-defined]
+        assert owner is not None
+
+        async def shared_with_any(project_ids: list[uuid.UUID]) -> bool:
+            shared = await info.context.loaders.shares_of_profile.load(profile_id)
+            return any(p in project_ids for p in shared)
+
+        visible = await sharing.visible_to(info.context.actor, owner, profile.sharing_mode, shared_with_any)
+        return ComputeProfileType.of(profile) if visible else None
 
     @strawberry.field(description="The profile changed after this instance took its snapshot of it.")
     async def outdated(self, info: Info) -> bool:
@@ -123,9 +125,7 @@ class ComputeInstanceType:
     @strawberry.field
     async def sharing(self, info: Info) -> SharingType:
         shared = await info.context.loaders.shares_of_instance.load(self._model.id)
-        actor = info.context.actor
-        owner_member = actor.is_platform_admin or self._model.project_id in actor.roles  # type: ignore[attr-defined]
-        visible = shared if owner_member else [p for p in shared if p in actor.roles]
+        visible = sharing.visible_targets(info.context.actor, self._model.project_id, shared)  # type: ignore[attr-defined]
         projects = [p for p in await info.context.loaders.project.load_many(visible) if p is not None]
         return SharingType(
             mode=self._model.sharing_mode,
@@ -254,18 +254,13 @@ class ComputeQuery:
         after: str | None = None,
     ) -> ComputeInstanceConnection:
         page = await service.list_instances(info.context.actor, project, search, status, first, after)
-        edges = [
-            ComputeInstanceEdge(node=ComputeInstanceType.of(i), cursor=encode_cursor(i.created_at, i.id))
-            for i in page.rows
-        ]
+        cursors = cursors_of(page)
         return ComputeInstanceConnection(
-            edges=edges,
-            page_info=PageInfo(
-                has_next_page=page.has_next,
-                has_previous_page=page.has_previous,
-                start_cursor=edges[0].cursor if edges else None,
-                end_cursor=edges[-1].cursor if edges else None,
-            ),
+            edges=[
+                ComputeInstanceEdge(node=ComputeInstanceType.of(row), cursor=c)
+                for row, c in zip(page.rows, cursors, strict=True)
+            ],
+            page_info=page_info(page, cursors),
             total_count=page.total,
         )
 

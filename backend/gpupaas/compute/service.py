@@ -20,13 +20,13 @@ from tortoise.expressions import F, Q
 from tortoise.transactions import in_transaction
 
 from gpupaas.accounts.models import Project
-from gpupaas.accounts.service import PROJECT_NAME_MAX, Actor, parse_id, project_by_name, require_project
+from gpupaas.accounts.service import Actor, parse_id, project_by_name, require_project
 from gpupaas.catalog.models import ComputeProfile, ComputeProfileShare, SharingMode
 from gpupaas.catalog.service import OverridePolicy, definition_from_json, output_from_json
 from gpupaas.compute import states
 from gpupaas.compute.models import ComputeInstance, ComputeInstanceShare, DeploymentRun
 from gpupaas.compute.states import DeploymentStatus, Request, RunAction, RunStatus
-from gpupaas.core import validation
+from gpupaas.core import sharing, validation
 from gpupaas.core.errors import Collector, ErrorCode, Forbidden, NotFound, UserErrors
 from gpupaas.core.pagination import Page, paginate
 from gpupaas.events import outbox
@@ -52,15 +52,15 @@ async def _instance_for(actor: Actor, instance_id: str) -> ComputeInstance | Non
     instance = await ComputeInstance.get_or_none(id=iid).select_related("project")
     if instance is None:
         return None
-    if actor.can_see(instance.project):
-        return instance
-    if instance.sharing_mode == SharingMode.ALL_PROJECTS and actor.roles:
-        return instance
-    if instance.sharing_mode == SharingMode.SELECTED_PROJECTS and await ComputeInstanceShare.exists(
-        instance_id=instance.id, project_id__in=list(actor.roles)
-    ):
-        return instance
-    return None
+
+    async def shared_with_any(project_ids: list[uuid.UUID]) -> bool:
+        return await ComputeInstanceShare.exists(instance_id=iid, project_id__in=project_ids)
+
+    return (
+        instance
+        if await sharing.visible_to(actor, instance.project, instance.sharing_mode, shared_with_any)
+        else None
+    )
 
 
 async def get_instance(actor: Actor, instance_id: str) -> ComputeInstance | None:
@@ -446,34 +446,29 @@ async def update_instance(actor: Actor, instance_id: str, data: InstanceIn) -> C
     return await ComputeInstance.get(id=instance.id)
 
 
-async def deploy(actor: Actor, instance_id: str) -> ComputeInstance:
+async def _request_run(
+    actor: Actor, instance_id: str, request: Request, action: RunAction
+) -> ComputeInstance:
     instance = await _require_own(actor, instance_id, ("id",))
     async with in_transaction():
         instance = await _locked(instance.id)
         try:
-            status = states.after_request(Request.DEPLOY, instance.status)
+            status = states.after_request(request, instance.status)
         except states.TransitionError as error:
             raise _state_error(error) from None
         await _write_status(instance, status, None)
-        await _queue_run(instance, RunAction.DEPLOY)
+        await _queue_run(instance, action)
         await _announce(instance)
     outbox.notify()
     return instance
+
+
+async def deploy(actor: Actor, instance_id: str) -> ComputeInstance:
+    return await _request_run(actor, instance_id, Request.DEPLOY, RunAction.DEPLOY)
 
 
 async def destroy(actor: Actor, instance_id: str) -> ComputeInstance:
-    instance = await _require_own(actor, instance_id, ("id",))
-    async with in_transaction():
-        instance = await _locked(instance.id)
-        try:
-            status = states.after_request(Request.DESTROY, instance.status)
-        except states.TransitionError as error:
-            raise _state_error(error) from None
-        await _write_status(instance, status, None)
-        await _queue_run(instance, RunAction.DESTROY)
-        await _announce(instance)
-    outbox.notify()
-    return instance
+    return await _request_run(actor, instance_id, Request.DESTROY, RunAction.DESTROY)
 
 
 async def delete(actor: Actor, instance_id: str) -> str:
@@ -507,33 +502,10 @@ async def set_sharing(
     actor: Actor, instance_id: str, mode: SharingMode, projects: Sequence[str] | None
 ) -> ComputeInstance:
     instance = await _require_own(actor, instance_id, ("id",))
-    problems = Collector()
-    targets: list[Project] = []
-    names = list(projects or ())
-    if mode == SharingMode.SELECTED_PROJECTS:
-        if not names:
-            problems.add(
-                ("sharing", "projects"), "name at least one project to share with", ErrorCode.REQUIRED
-            )
-        found = {
-            p.name: p for p in await Project.filter(name__in=[n for n in names if len(n) <= PROJECT_NAME_MAX])
-        }
-        for index, name in enumerate(names):
-            target = found.get(name)
-            if target is None or not actor.can_see(target) or target.is_system:
-                problems.add(
-                    ("sharing", "projects", index), f'project "{name}" not found', ErrorCode.NOT_FOUND
-                )
-            elif target.id == instance.project.id:
-                problems.add(("sharing", "projects", index), "an instance always belongs to its own project")
-            elif target not in targets:
-                targets.append(target)
-    elif names:
-        problems.add(("sharing", "projects"), "projects are named only with SELECTED_PROJECTS")
-    problems.raise_if_any()
+    chosen = await sharing.targets(actor, instance.project, mode, projects, what="an instance")
     async with in_transaction():
         await ComputeInstanceShare.filter(instance_id=instance.id).delete()
-        for target in targets:
+        for target in chosen:
             await ComputeInstanceShare.create(instance=instance, project=target)
         instance.sharing_mode = mode
         await ComputeInstance.filter(id=instance.id).update(sharing_mode=mode, updated_at=now())

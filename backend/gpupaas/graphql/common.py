@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import strawberry
 
 from gpupaas.core.errors import ErrorCode, UserErrors
+from gpupaas.core.pagination import Page, encode_cursor
 
 ErrorCodeEnum = strawberry.enum(ErrorCode, name="ErrorCode")
 
@@ -45,6 +46,19 @@ class PageInfo:
 class DeletePayload:
     deleted_id: strawberry.ID | None
     user_errors: list[UserError]
+
+
+def page_info(page: Page[Any], cursors: Sequence[str]) -> PageInfo:
+    return PageInfo(
+        has_next_page=page.has_next,
+        has_previous_page=page.has_previous,
+        start_cursor=cursors[0] if cursors else None,
+        end_cursor=cursors[-1] if cursors else None,
+    )
+
+
+def cursors_of(page: Page[Any]) -> list[str]:
+    return [encode_cursor(row.created_at, row.id) for row in page.rows]
 
 
 def key_values(pairs: Sequence[Sequence[str]]) -> list[KeyValue]:

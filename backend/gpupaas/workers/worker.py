@@ -172,4 +172,3 @@ class Worker:
                 raise
             except Exception:
                 log.exception("reaper failed; retrying")
-
