@@ -197,3 +197,27 @@ async def test_deploy_through_graphql(db: object, pipeline: Pipeline, gql: Graph
     assert instance["status"] == "SUCCESS"
     assert {"key": "namespace", "value": "ml-nb"} in instance["outputs"]
     assert instance["runs"] == [{"action": "DEPLOY", "status": "SUCCEEDED"}]
+
+
+async def test_users_see_the_outputs_the_profile_shows(
+    db: object, pipeline: Pipeline, gql: GraphQLClient
+) -> None:
+    alice = await make_user("alice")
+    project = await make_project("ml", alice=Role.MEMBER)
+    profile = await _builtin_profile(
+        project,
+        output_settings=[
+            catalog.OutputSettingIn(name="namespace", display_name="Namespace"),
+            catalog.OutputSettingIn(name="gpuResource", visible=False),
+        ],
+    )
+    instance = await make_instance(project, profile, name="nb", deploy=True)
+    done = await wait_status(instance.id, S.SUCCESS, S.FAILED)
+    assert set(done.outputs) >= {"namespace", "quota", "gpuResource"}  # all evaluated and kept
+    shown = await gql.data(
+        "query($id: ID!) { computeInstance(id: $id) { outputs { key value } } }",
+        {"id": str(instance.id)},
+        token=alice.token,
+    )
+    keys = [o["key"] for o in shown["computeInstance"]["outputs"]]
+    assert "Namespace" in keys and "quota" in keys and "gpuResource" not in keys
