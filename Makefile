@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run test lint typecheck pytest schema check-schema lock clean
+.PHONY: install run test lint typecheck pytest schema check-schema lock clean bench
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,10 @@ schema: install
 
 check-schema: install
 	$(BIN)/gpupaas export-schema | diff -u schema.graphql - || (echo "schema.graphql is stale: run make schema" && exit 1)
+
+# Deploy throughput and latency, through Kafka (tansu) and the in-process bus (bench/README.md).
+bench: install
+	$(BIN)/python bench/deploy_pipeline.py
 
 # Regenerate the lock from pyproject.toml (needs the registries).
 lock:

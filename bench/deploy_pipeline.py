@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -427,9 +427,9 @@ class Result:
     setup_seconds: float
 
 
-async def run_lanes(lane: Callable[[], Awaitable[None]], count: int) -> None:
+async def run_lanes(lane: Callable[[], Coroutine[Any, Any, None]], count: int) -> None:
     """`count` copies of `lane` side by side; the first failure cancels the others and is raised."""
-    tasks = [asyncio.create_task(lane()) for _ in range(count)]
+    tasks: list[asyncio.Task[None]] = [asyncio.create_task(lane()) for _ in range(count)]
     try:
         await asyncio.gather(*tasks)
     finally:
@@ -494,84 +494,87 @@ async def deploy_all(
 
 
 async def run_bus(bus: str, args: argparse.Namespace) -> Result:
-    setup_started = time.perf_counter()
+    """One bus, in a temporary directory that is removed afterwards (kept, with its logs, when the
+    run fails or with --keep)."""
     workdir = Path(tempfile.mkdtemp(prefix=f"gpupaas-bench-{bus}-"))
-    tansu: Tansu | None = None
-    server: Server | None = None
-    failed = True
+    keep = args.keep
     try:
-        async with scratch_database(args.database_url, workdir) as database_url:
-            env = base_env()
-            env.update(
-                {
-                    "GPUPAAS_DATABASE_URL": database_url,
-                    "GPUPAAS_SECRET_KEY": secrets.token_hex(32),
-                    "GPUPAAS_SIMULATED_PHASE_SECONDS": "0",
-                    "GPUPAAS_RUN_WORKER": "true",
-                    "GPUPAAS_GRAPHIQL": "false",
-                }
-            )
-            if bus == "kafka":
-                tansu = Tansu(workdir)
-                await tansu.start()
-                env.update(
-                    {
-                        "GPUPAAS_KAFKA_BOOTSTRAP_SERVERS": tansu.bootstrap,
-                        "GPUPAAS_KAFKA_IDEMPOTENCE": "false",  # tansu refuses InitProducerId
-                        "GPUPAAS_KAFKA_PARTITIONS": str(args.kafka_partitions),
-                        "GPUPAAS_KAFKA_FETCH_MAX_WAIT_MS": str(args.fetch_max_wait_ms),
-                        # tansu holds a JoinGroup for half the session timeout: keep the start fast
-                        "GPUPAAS_KAFKA_SESSION_TIMEOUT_MS": str(args.session_timeout_ms),
-                        "GPUPAAS_KAFKA_HEARTBEAT_INTERVAL_MS": str(args.heartbeat_interval_ms),
-                    }
-                )
-            server = Server(env, workdir)
-            await server.start()
-            password = f"bench password {secrets.token_hex(8)}\n"
-            await server.cli(
-                "create-user", "--username", "bench", "--platform-admin", "--password-stdin", stdin=password
-            )
-            token = await server.cli("create-token", "--username", "bench", "--name", "bench")
-            await server.cli("create-project", "bench")
-            gql = GraphQL(server.url, token, max(args.concurrency, 8) + 4)
-            try:
-                ids = await prepare(gql, args.warmup + args.deploys)
-                async with subscribe(server.url, token, "bench") as events:
-                    # The warm-up also proves the subscription is live before the measured window.
-                    await deploy_all(gql, events, ids[: args.warmup], args.concurrency, "success", 60.0)
-                    measured = ids[args.warmup :]
-                    idle_server, idle_tansu = await idle_cpu(server, tansu, args.idle_seconds)
-                    setup_seconds = time.perf_counter() - setup_started
-                    assert server.process is not None
-                    cpu0 = cpu_seconds(server.process.pid)
-                    tansu0 = cpu_seconds(tansu.process.pid) if tansu and tansu.process else 0.0
-                    client0 = time.process_time()
-                    events0 = events.count
-                    sent, answered = await deploy_all(
-                        gql, events, measured, args.concurrency, args.hold_until, args.timeout
-                    )
-                    client_cpu = time.process_time() - client0
-                    server_cpu = cpu_seconds(server.process.pid) - cpu0
-                    tansu_cpu = cpu_seconds(tansu.process.pid) - tansu0 if tansu and tansu.process else None
-                    event_count = events.count - events0
-                    seen = events.seen
-            finally:
-                await gql.close()
-        failed = False
+        return await measure(bus, args, workdir)
+    except (BenchError, OSError, httpx.HTTPError, websockets.WebSocketException):
+        keep = True
+        log = workdir / "server.log"
+        if log.exists() and log.stat().st_size:
+            print(f"--- {bus}: last lines of {log}:\n{tail(log)}", file=sys.stderr)
+        raise
     finally:
-        if server is not None:
-            server.stop()
-        if tansu is not None:
-            tansu.stop()
-        if failed and server is not None:
-            print(
-                f"--- {bus}: last lines of the server log ({server.log}):\n{tail(server.log)}",
-                file=sys.stderr,
-            )
-        if args.keep or failed:
+        if keep:
             print(f"({bus}: files kept in {workdir})", file=sys.stderr)
         else:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+async def measure(bus: str, args: argparse.Namespace, workdir: Path) -> Result:
+    setup_started = time.perf_counter()
+    async with contextlib.AsyncExitStack() as stack:
+        # Unwound in reverse: the websocket and HTTP client, the server, tansu, then the database.
+        database_url = await stack.enter_async_context(scratch_database(args.database_url, workdir))
+        env = base_env()
+        env.update(
+            {
+                "GPUPAAS_DATABASE_URL": database_url,
+                "GPUPAAS_SECRET_KEY": secrets.token_hex(32),
+                "GPUPAAS_SIMULATED_PHASE_SECONDS": "0",
+                "GPUPAAS_RUN_WORKER": "true",
+                "GPUPAAS_GRAPHIQL": "false",
+            }
+        )
+        tansu: Tansu | None = None
+        if bus == "kafka":
+            tansu = Tansu(workdir)
+            stack.callback(tansu.stop)
+            await tansu.start()
+            env.update(
+                {
+                    "GPUPAAS_KAFKA_BOOTSTRAP_SERVERS": tansu.bootstrap,
+                    "GPUPAAS_KAFKA_IDEMPOTENCE": "false",  # tansu refuses InitProducerId
+                    "GPUPAAS_KAFKA_PARTITIONS": str(args.kafka_partitions),
+                    "GPUPAAS_KAFKA_FETCH_MAX_WAIT_MS": str(args.fetch_max_wait_ms),
+                    # tansu holds a JoinGroup for half the session timeout: keep the start fast
+                    "GPUPAAS_KAFKA_SESSION_TIMEOUT_MS": str(args.session_timeout_ms),
+                    "GPUPAAS_KAFKA_HEARTBEAT_INTERVAL_MS": str(args.heartbeat_interval_ms),
+                }
+            )
+        server = Server(env, workdir)
+        stack.callback(server.stop)
+        await server.start()
+        password = f"bench password {secrets.token_hex(8)}\n"
+        await server.cli(
+            "create-user", "--username", "bench", "--platform-admin", "--password-stdin", stdin=password
+        )
+        token = await server.cli("create-token", "--username", "bench", "--name", "bench")
+        await server.cli("create-project", "bench")
+        gql = GraphQL(server.url, token, max(args.concurrency, 8) + 4)
+        stack.push_async_callback(gql.close)
+        ids = await prepare(gql, args.warmup + args.deploys)
+        events = await stack.enter_async_context(subscribe(server.url, token, "bench"))
+        # The warm-up also proves that the subscription is live before the measured window.
+        await deploy_all(gql, events, ids[: args.warmup], args.concurrency, "success", 60.0)
+        measured = ids[args.warmup :]
+        idle_server, idle_tansu = await idle_cpu(server, tansu, args.idle_seconds)
+        setup_seconds = time.perf_counter() - setup_started
+        assert server.process is not None
+        cpu0 = cpu_seconds(server.process.pid)
+        tansu0 = cpu_seconds(tansu.process.pid) if tansu and tansu.process else 0.0
+        client0 = time.process_time()
+        events0 = events.count
+        sent, answered = await deploy_all(
+            gql, events, measured, args.concurrency, args.hold_until, args.timeout
+        )
+        client_cpu = time.process_time() - client0
+        server_cpu = cpu_seconds(server.process.pid) - cpu0
+        tansu_cpu = cpu_seconds(tansu.process.pid) - tansu0 if tansu and tansu.process else None
+        event_count = events.count - events0
+        seen = events.seen
 
     first = min(sent.values())
     last = max(seen[i]["SUCCESS"] for i in measured)

@@ -11,7 +11,7 @@ import pytest
 
 from gpupaas.provisioning.builtins import builtin_template
 from gpupaas.provisioning.drivers import simulated
-from gpupaas.provisioning.drivers.base import Driver, Observed, Phase
+from gpupaas.provisioning.drivers.base import Applied, Driver, Observed, Phase
 from gpupaas.provisioning.drivers.simulated import (
     FAIL_ANNOTATION,
     FAIL_TIMES_ANNOTATION,
@@ -107,7 +107,7 @@ async def test_apply_returns_the_outputs(db: Database) -> None:
     plan = make_plan()
 
     # when it is applied
-    outputs = await cluster.apply(plan)
+    outputs = (await cluster.apply(plan)).outputs
 
     # then the outputs are evaluated and the cluster holds it ready
     assert outputs == {
@@ -167,7 +167,7 @@ async def test_apply_twice_keeps_one_allocation_and_one_set_of_objects(db: Datab
     state = await cluster.cluster_state()
 
     # when the same plan is applied again (a redelivered command)
-    outputs = await cluster.apply(plan)
+    outputs = (await cluster.apply(plan)).outputs
 
     # then there is still one allocation on the same node, with the same unchanged objects
     after = await SimulatedAllocation.get(instance_id=plan.instance_id)
@@ -330,7 +330,7 @@ async def test_cpu_only_instances_take_cpu_and_memory(db: Database) -> None:
     )
 
     # when they are applied
-    outputs = await cluster.apply(shared)
+    outputs = (await cluster.apply(shared)).outputs
     await cluster.apply(dedicated)
 
     # then the shared one takes quota on a CPU node, the dedicated one the other CPU node whole
@@ -391,7 +391,7 @@ async def test_two_applies_racing_for_the_last_node_admit_one(db: Database) -> N
     )
 
     # then exactly one gets the node and the other is told there is none free
-    wins = [result for result in results if isinstance(result, dict)]
+    wins = [result for result in results if isinstance(result, Applied)]
     losses = [result for result in results if isinstance(result, PermanentError)]
     assert len(wins) == 1, results
     assert len(losses) == 1, results
@@ -410,7 +410,7 @@ async def test_shared_applies_racing_for_the_last_gpus_admit_one(db: Database) -
         return_exceptions=True,
     )
 
-    assert sum(isinstance(result, dict) for result in results) == 2, results
+    assert sum(isinstance(result, Applied) for result in results) == 2, results
     assert sum(isinstance(result, PermanentError) for result in results) == 2, results
     assert usage(await workers[0].cluster_state()) == {"h100-0": (6, 2000, 2)}
 
@@ -484,7 +484,7 @@ async def test_a_worker_that_died_mid_apply_runs_again_without_duplicates(db: Da
     mid_apply = await cluster.observe(plan)
 
     # when another worker applies the same plan
-    outputs = await driver().apply(plan)
+    outputs = (await driver().apply(plan)).outputs
 
     # then it was seen in progress, and it now is ready with one allocation and one set of objects
     assert mid_apply.phase == Phase.PROGRESSING
@@ -553,7 +553,7 @@ async def test_fail_times_fails_temporarily_then_succeeds_across_restarts(db: Da
         with pytest.raises(TemporaryError) as error:
             await driver().apply(plan)
         errors.append(error.value)
-    outputs = await driver().apply(plan)
+    outputs = (await driver().apply(plan)).outputs
 
     # then the first two are temporary failures and the third succeeds, all on one allocation
     assert [str(e) for e in errors] == [
@@ -652,9 +652,9 @@ async def test_a_node_port_service_gets_a_stable_port_in_the_outputs(db: Databas
     second = make_plan(name="b", resources_text=NODE_PORT, outputs=NODE_PORT_OUTPUTS)
 
     # when two instances apply it, one of them twice
-    outputs = await cluster.apply(first)
-    again = await cluster.apply(first)
-    other = await cluster.apply(second)
+    outputs = (await cluster.apply(first)).outputs
+    again = (await cluster.apply(first)).outputs
+    other = (await cluster.apply(second)).outputs
 
     # then each gets a node port in range, kept across applies and unique in the cluster
     assert 30000 <= int(outputs["port"]) <= 32767
@@ -669,7 +669,9 @@ async def test_a_node_port_service_gets_a_stable_port_in_the_outputs(db: Databas
 
 async def test_a_node_port_taken_by_another_instance_is_refused(db: Database) -> None:
     cluster = driver()
-    outputs = await cluster.apply(make_plan(name="a", resources_text=NODE_PORT, outputs=NODE_PORT_OUTPUTS))
+    outputs = (
+        await cluster.apply(make_plan(name="a", resources_text=NODE_PORT, outputs=NODE_PORT_OUTPUTS))
+    ).outputs
     taken = NODE_PORT.replace("port: 8888", f"port: 8888\n      nodePort: {outputs['port']}")
 
     with pytest.raises(PermanentError) as error:
@@ -686,10 +688,10 @@ async def test_the_node_port_is_chosen_from_the_instance_id(db: Database) -> Non
         resources_text=NODE_PORT,
         outputs=NODE_PORT_OUTPUTS,
     )
-    port = (await driver().apply(plan))["port"]
+    port = (await driver().apply(plan)).outputs["port"]
     await driver().destroy(plan)
 
-    assert (await driver().apply(plan))["port"] == port
+    assert (await driver().apply(plan)).outputs["port"] == port
 
 
 # ------------------------------------------------------------------------------------------ timing
@@ -767,9 +769,19 @@ async def test_workloads_report_ready_and_a_load_balancer_gets_an_address(db: Da
     )
     progress = Recorder()
 
-    values = await driver().apply(make_plan(resources_text=WORKLOAD, outputs=outputs), progress)
+    values = (await driver().apply(make_plan(resources_text=WORKLOAD, outputs=outputs), progress)).outputs
 
     assert values["ready"] == "2"
     assert values["url"].startswith("http://198.51.100.")
     assert 30000 <= int(values["nodePort"]) <= 32767
     assert progress.messages[-1] == "Waiting for 3 objects to be ready"
+
+
+async def test_apply_names_the_objects_it_applied(db: Any) -> None:
+    plan = make_plan()
+    applied = await driver().apply(plan)
+    assert [(ref.kind, ref.name) for ref in applied.objects] == [
+        (m["kind"], m["metadata"]["name"]) for m in plan.manifests
+    ]
+    namespaced = [ref for ref in applied.objects if ref.kind != "Namespace"]
+    assert all(ref.namespace == plan.namespace for ref in namespaced)

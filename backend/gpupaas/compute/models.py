@@ -64,6 +64,8 @@ class DeploymentRun(Model):
     # Remove the instance once this destroy run succeeds (deleteComputeInstance of a deployed one).
     delete_after = fields.BooleanField(default=False)
     attempts = fields.IntField(default=0)
+    # The objects the run applied ({apiVersion, kind, name, namespace}), in order.
+    applied: fields.JSONField[list[dict[str, Any]]] = fields.JSONField(default=list)
     # Which worker holds the run, and until when (renewed by heartbeats).
     lease_owner = fields.CharField(max_length=128, null=True)
     lease_expires_at = fields.DatetimeField(null=True)

@@ -566,6 +566,10 @@ async def renew_lease(run_id: uuid.UUID, worker: str, lease: timedelta) -> bool:
     return bool(renewed)
 
 
+async def record_applied(run_id: uuid.UUID, objects: list[dict[str, Any]]) -> None:
+    await DeploymentRun.filter(id=run_id).update(applied=objects)
+
+
 async def report_progress(run_id: uuid.UUID, worker: str, message: str) -> None:
     await DeploymentRun.filter(id=run_id, lease_owner=worker, status=RunStatus.RUNNING).update(
         message=message

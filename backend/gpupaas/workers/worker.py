@@ -137,8 +137,9 @@ class Worker:
             try:
                 plan = compute.plan_for(claimed.instance, claimed.project_name)
                 if run.action == RunAction.DEPLOY:
-                    outputs = await self.driver.apply(plan, progress)
-                    return True, None, outputs
+                    applied = await self.driver.apply(plan, progress)
+                    await compute.record_applied(run.id, [ref.to_json() for ref in applied.objects])
+                    return True, None, applied.outputs
                 await self.driver.destroy(plan, progress)
                 return True, None, None
             except PermanentError as error:

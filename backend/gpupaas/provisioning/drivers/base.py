@@ -26,10 +26,36 @@ class Observed:
     message: str | None = None
 
 
+@dataclass(frozen=True)
+class ObjectRef:
+    """One object a run applied, as `kubectl get` would name it."""
+
+    api_version: str
+    kind: str
+    name: str
+    namespace: str | None = None
+
+    def to_json(self) -> dict[str, str | None]:
+        return {
+            "apiVersion": self.api_version,
+            "kind": self.kind,
+            "name": self.name,
+            "namespace": self.namespace,
+        }
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What an apply left: the outputs (every output of the plan, evaluated against the applied
+    objects) and the objects it applied, in the order it applied them."""
+
+    outputs: dict[str, str]
+    objects: tuple[ObjectRef, ...] = ()
+
+
 class Driver(Protocol):
-    async def apply(self, plan: Plan, progress: Progress | None = None) -> dict[str, str]:
-        """Creates or updates everything in the plan and waits until it is ready; returns the
-        outputs (every output of the plan, evaluated against the applied objects). Idempotent:
+    async def apply(self, plan: Plan, progress: Progress | None = None) -> Applied:
+        """Creates or updates everything in the plan and waits until it is ready. Idempotent:
         applying the same plan twice leaves one set of objects. Raises DriverError."""
         ...
 

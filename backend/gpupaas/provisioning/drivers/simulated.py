@@ -82,7 +82,7 @@ from tortoise.backends.base.client import BaseDBAsyncClient
 from tortoise.transactions import in_transaction
 
 from gpupaas.provisioning import render
-from gpupaas.provisioning.drivers.base import Observed, Phase, Progress
+from gpupaas.provisioning.drivers.base import Applied, ObjectRef, Observed, Phase, Progress
 from gpupaas.provisioning.inputs import parse_quantity
 from gpupaas.provisioning.inventory import Inventory, Node
 from gpupaas.provisioning.models import AllocationPhase, SimulatedAllocation, SimulatedCluster
@@ -629,7 +629,7 @@ class SimulatedDriver:
 
     # ------------------------------------------------------------------------------------- apply
 
-    async def apply(self, plan: Plan, progress: Progress | None = None) -> dict[str, str]:
+    async def apply(self, plan: Plan, progress: Progress | None = None) -> Applied:
         report = progress or _silent
         request = _Request.of(plan)
         failures = _Failures.of(plan)
@@ -668,7 +668,16 @@ class SimulatedDriver:
             await self._set_phase(plan.instance_id, AllocationPhase.FAILED, str(error))
             raise
         await self._set_phase(plan.instance_id, AllocationPhase.READY, None)
-        return outputs
+        refs = tuple(
+            ObjectRef(
+                api_version=str(obj["apiVersion"]),
+                kind=str(obj["kind"]),
+                name=str(obj["metadata"]["name"]),
+                namespace=obj["metadata"].get("namespace"),
+            )
+            for obj in applied
+        )
+        return Applied(outputs=outputs, objects=refs)
 
     def _validate(self, manifests: Sequence[Mapping[str, Any]]) -> None:
         problems: list[str] = []
