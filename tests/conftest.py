@@ -29,10 +29,11 @@ from tortoise import Tortoise
 
 from gpupaas import db as gdb
 from gpupaas.app import create_app
-from gpupaas.catalog.service import sync_builtin_templates
+from gpupaas.bootstrap import seed
 from gpupaas.settings import Settings
 
 # The real Kafka-protocol broker (tansu) for the tests that need one.
+from tests.fake_kube.fixtures import fake_kube  # noqa: F401
 from tests.kafka_broker import kafka_broker, tansu_binary  # noqa: F401
 
 DEFAULT_POSTGRES = "postgres://postgres@127.0.0.1:5432/test"
@@ -142,7 +143,7 @@ async def db(
         await gdb.connect(database.url)
         await _truncate_all()
     try:
-        await sync_builtin_templates()
+        await seed()
         yield database
     finally:
         await gdb.close()

@@ -119,6 +119,7 @@ async def make_profile(
         version = await make_version(await make_template(project))
     data = catalog.ProfileIn(
         name=fields.pop("name", f"profile-{next(_seq)}"),
+        cluster_id=fields.pop("cluster_id", None),
         display_name=fields.pop("display_name", "Small GPU"),
         allocation_type=fields.pop("allocation_type", AllocationType.SHARED),
         template_version_id=str(version.id),

@@ -26,11 +26,11 @@ from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 from strawberry.types.unset import UNSET, UnsetType
 from tortoise import Tortoise
 
-from gpupaas import db
+from gpupaas import bootstrap, db
 from gpupaas.accounts import service as accounts
-from gpupaas.catalog import service as catalog
 from gpupaas.graphql.context import SESSION_COOKIE, Context
 from gpupaas.graphql.schema import build_schema
+from gpupaas.provisioning.registry import DriverRegistry
 from gpupaas.runtime import Runtime
 from gpupaas.settings import Settings
 
@@ -54,6 +54,8 @@ async def actor_from_credentials(
 
 class GraphQLApp(GraphQL[Context, None]):
     def __init__(self, settings: Settings, runtime: Runtime | None = None) -> None:
+        # Shared with the runtime's worker when there is one: one driver per cluster per process.
+        self.drivers = runtime.drivers if runtime else DriverRegistry(settings)
         super().__init__(
             build_schema(settings),
             graphql_ide="graphiql" if settings.graphiql else None,
@@ -72,6 +74,7 @@ class GraphQLApp(GraphQL[Context, None]):
             response=response if isinstance(response, Response) else None,
             settings=self.settings,
             actor=actor,
+            drivers=self.drivers,
             session_secret=session,
             broadcaster=self.runtime.broadcaster if self.runtime else None,
         )
@@ -154,10 +157,10 @@ def create_app(settings: Settings, *, migrate: bool = True, runtime: Runtime | N
         if migrate:
             await db.migrate_database(settings.database_url)
         await db.connect(settings.database_url)
-        await catalog.sync_builtin_templates()
+        await bootstrap.seed()
         owned = graphql.runtime is None
         if owned:
-            graphql.runtime = Runtime(settings)
+            graphql.runtime = Runtime(settings, drivers=graphql.drivers)
             await graphql.runtime.start()
         try:
             yield

@@ -74,8 +74,11 @@ def cmd_worker(args: argparse.Namespace) -> None:
         )
 
     async def work() -> None:
+        from gpupaas.bootstrap import seed
+
         await db.migrate_database(settings.database_url)
         await db.connect(settings.database_url)
+        await seed()
         runtime = Runtime(settings, serve_api=False, run_worker=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

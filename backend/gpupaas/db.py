@@ -15,6 +15,7 @@ APP = "gpupaas"
 MODEL_MODULES = [
     "gpupaas.accounts.models",
     "gpupaas.catalog.models",
+    "gpupaas.clusters.models",
     "gpupaas.compute.models",
     "gpupaas.events.models",
     "gpupaas.provisioning.models",

@@ -13,7 +13,9 @@ from gpupaas.events.broadcast import StatusBroadcaster
 from gpupaas.events.bus import Bus
 from gpupaas.events.relay import TOPICS, Relay
 from gpupaas.provisioning.drivers.base import Driver
+from gpupaas.provisioning.registry import DriverRegistry
 from gpupaas.settings import Settings
+from gpupaas.workers.drift import DriftWatcher
 from gpupaas.workers.worker import Worker, WorkerSettings
 
 
@@ -39,16 +41,6 @@ def make_bus(settings: Settings, *, client_id: str = "gpupaas") -> Bus:
     return InProcessBus()
 
 
-def make_driver(settings: Settings) -> Driver:
-    from gpupaas.provisioning.drivers.simulated import SimulatedDriver
-    from gpupaas.provisioning.inventory import DEFAULT_INVENTORY, load_inventory
-
-    inventory = (
-        load_inventory(settings.simulated_inventory) if settings.simulated_inventory else DEFAULT_INVENTORY
-    )
-    return SimulatedDriver(inventory, phase_seconds=settings.simulated_phase_seconds)
-
-
 def worker_settings(settings: Settings) -> WorkerSettings:
     return WorkerSettings(
         lease=timedelta(seconds=settings.run_lease_seconds),
@@ -68,17 +60,18 @@ class Runtime:
         run_worker: bool | None = None,
         bus: Bus | None = None,
         driver: Driver | None = None,
+        drivers: DriverRegistry | None = None,
     ) -> None:
+        """`driver`: the simulated driver to use (tests pass one with their own timing)."""
         self.settings = settings
         self.bus = bus or make_bus(settings)
+        self.drivers = drivers or DriverRegistry(settings, simulated=driver)
         self.relay = Relay(self.bus)
         self.broadcaster = StatusBroadcaster(self.bus) if serve_api else None
         worker_wanted = settings.run_worker if run_worker is None else run_worker
-        self.worker = (
-            Worker(self.bus, driver or make_driver(settings), worker_settings(settings))
-            if worker_wanted
-            else None
-        )
+        self.worker = Worker(self.bus, self.drivers, worker_settings(settings)) if worker_wanted else None
+        # Workers watch their clusters for drift (pods that die after a successful deploy).
+        self.drift = DriftWatcher(self.drivers) if self.worker is not None else None
         self._started = False
 
     async def start(self) -> None:
@@ -88,6 +81,8 @@ class Runtime:
             await self.broadcaster.start()
         if self.worker is not None:
             await self.worker.start()
+        if self.drift is not None:
+            await self.drift.start()
         await self.relay.start()
         self._started = True
 
@@ -96,8 +91,11 @@ class Runtime:
             return
         self._started = False
         await self.relay.stop()
+        if self.drift is not None:
+            await self.drift.stop()
         if self.worker is not None:
             await self.worker.stop()
         if self.broadcaster is not None:
             await self.broadcaster.stop()
         await self.bus.stop()
+        await self.drivers.close()

@@ -155,6 +155,10 @@ class Settings:
     driver: str = "simulated"
     simulated_inventory: str | None = None
     simulated_phase_seconds: float = 1.0
+    # The kubernetes driver: how long a run may wait for readiness, each request, and between polls.
+    kubernetes_readiness_timeout_seconds: float = 600.0
+    kubernetes_request_timeout_seconds: float = 30.0
+    kubernetes_poll_seconds: float = 1.0
     run_lease_seconds: float = 30.0
     run_max_attempts: int = 3
     run_requeue_after_seconds: float = 30.0
@@ -196,6 +200,13 @@ class Settings:
             driver=driver,
             simulated_inventory=_file(env, "GPUPAAS_SIMULATED_INVENTORY"),
             simulated_phase_seconds=_float(env, "GPUPAAS_SIMULATED_PHASE_SECONDS", 1.0),
+            kubernetes_readiness_timeout_seconds=_float(
+                env, "GPUPAAS_KUBERNETES_READINESS_TIMEOUT_SECONDS", 600.0, minimum=1.0
+            ),
+            kubernetes_request_timeout_seconds=_float(
+                env, "GPUPAAS_KUBERNETES_REQUEST_TIMEOUT_SECONDS", 30.0, minimum=0.1
+            ),
+            kubernetes_poll_seconds=_float(env, "GPUPAAS_KUBERNETES_POLL_SECONDS", 1.0, minimum=0.01),
             run_lease_seconds=_float(env, "GPUPAAS_RUN_LEASE_SECONDS", 30.0, minimum=0.1),
             run_max_attempts=_int(env, "GPUPAAS_RUN_MAX_ATTEMPTS", 3, minimum=1),
             run_requeue_after_seconds=_float(env, "GPUPAAS_RUN_REQUEUE_AFTER_SECONDS", 30.0, minimum=0.1),

@@ -396,3 +396,24 @@ async def test_launch_refuses_what_the_next_deploy_could_not_render(db: Database
     assert (await gql.data(CREATE, {"input": given}, token=alice.token))["createComputeInstance"][
         "userErrors"
     ] == []
+
+
+async def test_drift_fails_a_deployed_instance_and_recovery_restores_it(
+    db: Database, gql: GraphQLClient
+) -> None:
+    from gpupaas.compute import service as compute
+
+    alice, project, profile = await _world()
+    instance = await make_instance(project, profile)
+    # nothing happens to an instance that is not deployed
+    assert not await compute.report_drift(str(instance.id), True, "pod nb-0: OOMKilled")
+    await ComputeInstance.filter(id=instance.id).update(status=DeploymentStatus.SUCCESS)
+    assert await compute.report_drift(str(instance.id), True, "pod nb-0: OOMKilled")
+    failed = (await gql.data(ONE, {"id": str(instance.id)}, token=alice.token))["computeInstance"]
+    assert failed["status"] == "FAILED" and failed["statusMessage"] == "drift: pod nb-0: OOMKilled"
+    assert await compute.report_drift(str(instance.id), False, None)
+    assert (await ComputeInstance.get(id=instance.id)).status == DeploymentStatus.SUCCESS
+    # a run that failed (not drift) is not turned SUCCESS by a healthy pod
+    await ComputeInstance.filter(id=instance.id).update(status=DeploymentStatus.FAILED, drifted=False)
+    assert not await compute.report_drift(str(instance.id), False, None)
+    assert (await ComputeInstance.get(id=instance.id)).status == DeploymentStatus.FAILED

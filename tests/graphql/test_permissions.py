@@ -45,6 +45,8 @@ class World:
     saved_instances: list[str] | None = None
     deployed_instances: list[str] | None = None
     deletable_instances: list[str] | None = None
+    cluster: str = ""
+    spare_clusters: list[str] | None = None
 
 
 @dataclass
@@ -230,6 +232,36 @@ OPS += [
 ]
 
 
+OPS += [
+    Op("clusters", "{ clusters { name } }", lambda w: {}, SELF),
+    Op("cluster", "query($id: ID!) { cluster(id: $id) { name } }", lambda w: {"id": w.cluster}, SELF),
+    Op(
+        "createCluster",
+        "mutation($n: String!) { createCluster(input: {name: $n, driver: SIMULATED}) { cluster { id } userErrors { code } } }",
+        lambda w: {"n": _uniq("c")},
+        PLATFORM,
+    ),
+    Op(
+        "updateCluster",
+        'mutation($id: ID!) { updateCluster(input: {id: $id, displayName: "X"}) { cluster { id } userErrors { code } } }',
+        lambda w: {"id": w.cluster},
+        PLATFORM,
+    ),
+    Op(
+        "checkCluster",
+        "mutation($id: ID!) { checkCluster(id: $id) { cluster { id } userErrors { code } } }",
+        lambda w: {"id": w.cluster},
+        PLATFORM,
+    ),
+    Op(
+        "deleteCluster",
+        "mutation($id: ID!) { deleteCluster(id: $id) { deletedId userErrors { code } } }",
+        lambda w: {"id": (w.spare_clusters or []).pop()},
+        PLATFORM,
+    ),
+]
+
+
 def outcome(body: dict[str, Any], field: str) -> str:
     if body.get("errors"):
         return str(body["errors"][0].get("extensions", {}).get("code"))
@@ -261,7 +293,15 @@ async def _world() -> tuple[World, dict[str, str | None]]:
             await ComputeInstance.filter(id__in=[i.id for i in made]).update(status=DeploymentStatus.SUCCESS)
         return [str(i.id) for i in made]
 
+    from gpupaas.clusters.models import Cluster, ClusterDriver
+
+    clusters = [
+        str((await Cluster.create(name=f"spare-{i}", display_name="s", driver=ClusterDriver.SIMULATED)).id)
+        for i in range(len(ROLES) + 1)
+    ]
     world = World(
+        cluster=clusters[0],
+        spare_clusters=clusters[1:],
         instance=(await instances())[0],
         saved_instances=await instances(),
         deployed_instances=await instances(deployed=True),

@@ -27,8 +27,7 @@ class Pipeline:
     runtime: Runtime
 
     def driver(self) -> SimulatedDriver:
-        assert self.runtime.worker is not None
-        driver = self.runtime.worker.driver
+        driver = self.runtime.drivers.simulated
         assert isinstance(driver, SimulatedDriver)
         return driver
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import strawberry
 
@@ -40,6 +40,9 @@ from gpupaas.graphql.common import (
     pairs_in,
 )
 from gpupaas.graphql.context import Info
+
+if TYPE_CHECKING:
+    from gpupaas.clusters.graphql import ClusterType
 
 VersionStateEnum = strawberry.enum(VersionState, name="VersionState")
 AllocationTypeEnum = strawberry.enum(AllocationType, name="AllocationType")
@@ -350,6 +353,18 @@ class ComputeProfileType:
     async def project(self, info: Info) -> ProjectType:
         return await _project(info, self._model.project_id)  # type: ignore[attr-defined]
 
+    @strawberry.field(description="Where its instances go; null: the default cluster.")
+    async def cluster(
+        self, info: Info
+    ) -> Annotated[ClusterType, strawberry.lazy("gpupaas.clusters.graphql")] | None:
+        from gpupaas.clusters.graphql import ClusterType as Type
+
+        cluster_id = self._model.cluster_id  # type: ignore[attr-defined]
+        if cluster_id is None:
+            return None
+        cluster = await info.context.loaders.cluster.load(cluster_id)
+        return Type.of(cluster) if cluster else None
+
     @strawberry.field
     async def environment_template_version(self, info: Info) -> EnvironmentTemplateVersionType:
         version = await info.context.loaders.version.load(self._model.template_version_id)  # type: ignore[attr-defined]
@@ -449,6 +464,7 @@ class CreateComputeProfileInput:
     readme: str | None = None
     input_settings: list[InputSettingInput] | None = None
     output_settings: list[OutputSettingInput] | None = None
+    cluster: strawberry.ID | None = None
 
 
 @strawberry.input(
@@ -468,6 +484,7 @@ class UpdateComputeProfileInput:
     readme: str | None = None
     input_settings: list[InputSettingInput] | None = None
     output_settings: list[OutputSettingInput] | None = None
+    cluster: strawberry.ID | None = None
 
 
 def _profile_in(data: CreateComputeProfileInput | UpdateComputeProfileInput) -> service.ProfileIn:
@@ -482,6 +499,7 @@ def _profile_in(data: CreateComputeProfileInput | UpdateComputeProfileInput) -> 
         annotations=pairs_in(data.annotations),
         icon_url=data.icon_url,
         readme=data.readme,
+        cluster_id=data.cluster,
         input_settings=None
         if data.input_settings is None
         else [

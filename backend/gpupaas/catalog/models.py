@@ -9,6 +9,7 @@ from tortoise import fields
 from tortoise.models import Model
 
 from gpupaas.accounts.models import Project
+from gpupaas.clusters.models import Cluster
 
 
 class VersionState(str, Enum):
@@ -85,6 +86,11 @@ class ComputeProfile(Model):
     # RESTRICT: a version in use cannot vanish under a profile (the service says so first).
     template_version: fields.ForeignKeyRelation[EnvironmentTemplateVersion] = fields.ForeignKeyField(
         "gpupaas.EnvironmentTemplateVersion", related_name="profiles", on_delete=fields.RESTRICT
+    )
+    # Where its instances go; None: the default cluster at launch time. RESTRICT: a cluster in use
+    # cannot be deleted (the service says so first).
+    cluster: fields.ForeignKeyNullableRelation[Cluster] = fields.ForeignKeyField(
+        "gpupaas.Cluster", related_name="profiles", null=True, on_delete=fields.RESTRICT
     )
     cpu = fields.CharField(max_length=32)
     memory = fields.CharField(max_length=32)

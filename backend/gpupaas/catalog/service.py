@@ -39,6 +39,7 @@ from gpupaas.catalog.models import (
     Vendor,
     VersionState,
 )
+from gpupaas.clusters.service import cluster_for_profile
 from gpupaas.core import sharing, validation
 from gpupaas.core.errors import Collector, ErrorCode, Forbidden, NotFound, UserErrors
 from gpupaas.core.pagination import Page, paginate
@@ -123,6 +124,7 @@ class ProfileIn:
     readme: str | None = None
     input_settings: list[InputSettingIn] | None = None
     output_settings: list[OutputSettingIn] | None = None
+    cluster_id: str | None = None
 
 
 # ---------------------------------------------------------------- definitions as stored
@@ -681,6 +683,15 @@ def _apply_common_fields(problems: Collector, profile: ComputeProfile, data: Pro
         profile.readme_html = readme_mod.render_readme(data.readme) if problem is None else None
 
 
+async def _apply_cluster(problems: Collector, profile: ComputeProfile, data: ProfileIn) -> None:
+    if data.cluster_id is None:
+        return
+    try:
+        profile.cluster = await cluster_for_profile(data.cluster_id, ("input", "cluster"))
+    except UserErrors as error:
+        problems.problems.extend(error.problems)
+
+
 async def create_profile(actor: Actor, project: str, data: ProfileIn) -> ComputeProfile:
     owner = await require_project(actor, project, ("input", "project"))
     actor.require_admin_of(owner)
@@ -708,6 +719,7 @@ async def create_profile(actor: Actor, project: str, data: ProfileIn) -> Compute
         project=owner, name=name, sharing_mode=SharingMode.NONE, labels=[], annotations=[]
     )
     _apply_common_fields(problems, profile, data)
+    await _apply_cluster(problems, profile, data)
     if version is not None:
         profile.template_version = version
         defs = [definition_from_json(d) for d in version.inputs]
@@ -754,6 +766,7 @@ async def update_profile(actor: Actor, profile_id: str, data: ProfileIn) -> Comp
             version = new_version
             profile.template_version = version
     _apply_common_fields(problems, profile, data)
+    await _apply_cluster(problems, profile, data)
     defs = [definition_from_json(d) for d in version.inputs]
     outs = [output_from_json(o) for o in version.outputs]
     profile.input_settings = resolve_input_settings(

@@ -17,6 +17,7 @@ from gpupaas.accounts.graphql import ProjectType
 from gpupaas.accounts.service import project_by_name
 from gpupaas.catalog.graphql import ComputeProfileType, ComputeResources, SharingInput, SharingType
 from gpupaas.catalog.models import AllocationType, Vendor
+from gpupaas.clusters.graphql import ClusterType
 from gpupaas.compute import service
 from gpupaas.compute.models import ComputeInstance, DeploymentRun
 from gpupaas.compute.states import DeploymentStatus, RunAction, RunStatus
@@ -131,6 +132,12 @@ class ComputeInstanceType:
             mode=self._model.sharing_mode,
             projects=[ProjectType.of(p) for p in sorted(projects, key=lambda p: p.name)],
         )
+
+    @strawberry.field(description="The cluster of the snapshot (where it is deployed).")
+    async def cluster(self, info: Info) -> ClusterType | None:
+        cluster_id = self._model.snapshot.get("clusterId")
+        cluster = await info.context.loaders.cluster.load(uuid.UUID(cluster_id)) if cluster_id else None
+        return ClusterType.of(cluster) if cluster else None
 
     @strawberry.field(description="Newest first.")
     async def runs(self, info: Info) -> list[DeploymentRunType]:

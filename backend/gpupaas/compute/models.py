@@ -39,6 +39,9 @@ class ComputeInstance(Model):
     snapshot: fields.JSONField[dict[str, Any]] = fields.JSONField(default=dict)
     outputs: fields.JSONField[dict[str, str]] = fields.JSONField(default=dict)
     sharing_mode = fields.CharEnumField(SharingMode, max_length=32, default=SharingMode.NONE)
+    # FAILED because the cluster drifted (a pod died) rather than because a run failed: it turns
+    # back to SUCCESS by itself when the cluster recovers.
+    drifted = fields.BooleanField(default=False)
     # Bumped by every change; status events carry it so that subscribers never go backwards,
     # and writers use it to detect a concurrent change (optimistic lock, for SQLite).
     version = fields.IntField(default=1)

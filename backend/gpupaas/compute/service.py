@@ -23,6 +23,7 @@ from gpupaas.accounts.models import Project
 from gpupaas.accounts.service import Actor, parse_id, project_by_name, require_project
 from gpupaas.catalog.models import ComputeProfile, ComputeProfileShare, SharingMode
 from gpupaas.catalog.service import OverridePolicy, definition_from_json, output_from_json
+from gpupaas.clusters.models import Cluster
 from gpupaas.compute import states
 from gpupaas.compute.models import ComputeInstance, ComputeInstanceShare, DeploymentRun
 from gpupaas.compute.states import DeploymentStatus, Request, RunAction, RunStatus
@@ -130,9 +131,11 @@ async def _launchable_profile(owner: Project, profile_id: str) -> ComputeProfile
     return None
 
 
-def take_snapshot(profile: ComputeProfile) -> dict[str, Any]:
+def take_snapshot(profile: ComputeProfile, cluster_id: uuid.UUID | None) -> dict[str, Any]:
     version = profile.template_version
     return {
+        # The cluster is part of the snapshot: editing the profile later moves new instances only.
+        "clusterId": str(cluster_id) if cluster_id else None,
         "profileId": str(profile.id),
         "profileName": profile.name,
         "profileRevision": profile.revision,
@@ -237,7 +240,14 @@ def _merged_pairs(base: Sequence[Sequence[str]], own: Sequence[Sequence[str]]) -
     return merged
 
 
-def plan_for(instance: ComputeInstance, project_name: str) -> Plan:
+async def _default_cluster_id() -> uuid.UUID | None:
+    default = await Cluster.get_or_none(is_default=True).only("id")
+    return default.id if default else None
+
+
+def plan_for(
+    instance: ComputeInstance, project_name: str, gpu_resource_names: dict[str, str] | None = None
+) -> Plan:
     """The plan of the instance as it is saved now (raises PermanentError when it cannot render)."""
     snapshot = instance.snapshot
     inputs = effective_inputs(Collector(), snapshot, [(k, v) for k, v in instance.inputs])
@@ -254,6 +264,7 @@ def plan_for(instance: ComputeInstance, project_name: str) -> Plan:
         outputs=[output_from_json(o) for o in snapshot["outputs"]],
         labels=_merged_pairs(snapshot.get("labels", []), instance.labels),
         annotations=_merged_pairs(snapshot.get("annotations", []), instance.annotations),
+        gpu_resource_names=gpu_resource_names,
     )
 
 
@@ -303,7 +314,7 @@ async def _queue_run(
 async def _write_status(instance: ComputeInstance, status: DeploymentStatus, message: str | None) -> None:
     """Conditional on the version this request read: a concurrent change makes it a CONFLICT."""
     changed = await ComputeInstance.filter(id=instance.id, version=instance.version).update(
-        status=status, status_message=message, version=instance.version + 1, updated_at=now()
+        status=status, status_message=message, version=instance.version + 1, updated_at=now(), drifted=False
     )
     if not changed:
         raise UserErrors.one(
@@ -391,7 +402,7 @@ async def create_instance(
         profile_revision=profile.revision,
         name=name,
         display_name=name,
-        snapshot=take_snapshot(profile),
+        snapshot=take_snapshot(profile, profile.cluster_id or await _default_cluster_id()),  # type: ignore[attr-defined]
         labels=[],
         annotations=[],
         inputs=[],
@@ -608,6 +619,33 @@ async def finish_run(
                 await ComputeInstance.filter(id=instance.id).update(outputs={})
             await _write_status(instance, status, message)
             await _announce(instance)
+    outbox.notify()
+    return True
+
+
+async def report_drift(instance_id: str, failed: bool, reason: str | None) -> bool:
+    """The cluster changed under a deployed instance (a pod died, or came back): SUCCESS turns FAILED
+    with the reason, and an instance FAILED by drift turns SUCCESS again. True when it changed."""
+    iid = parse_id(instance_id)
+    if iid is None:
+        return False
+    async with in_transaction():
+        instance = await ComputeInstance.select_for_update().get_or_none(id=iid)
+        if instance is None:
+            return False
+        if failed and instance.status == DeploymentStatus.SUCCESS:
+            status, message, drifted = (
+                DeploymentStatus.FAILED,
+                f"drift: {reason or 'a workload failed'}",
+                True,
+            )
+        elif not failed and instance.status == DeploymentStatus.FAILED and instance.drifted:
+            status, message, drifted = DeploymentStatus.SUCCESS, None, False
+        else:
+            return False
+        await _write_status(instance, status, message)
+        await ComputeInstance.filter(id=iid).update(drifted=drifted)
+        await _announce(instance)
     outbox.notify()
     return True
 

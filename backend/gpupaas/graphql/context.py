@@ -13,6 +13,7 @@ from strawberry.types import Info as _Info
 from gpupaas.accounts.service import Actor
 from gpupaas.events.broadcast import StatusBroadcaster
 from gpupaas.graphql.dataloaders import Loaders
+from gpupaas.provisioning.registry import DriverRegistry
 from gpupaas.settings import Settings
 
 SESSION_COOKIE = "gpupaas_session"
@@ -24,6 +25,7 @@ class Context:
     response: Response | None
     settings: Settings
     actor: Actor
+    drivers: DriverRegistry
     session_secret: str | None = None
     loaders: Loaders = field(default_factory=Loaders)
     # Subscriptions read status events from the process's broadcaster (None: no runtime started).

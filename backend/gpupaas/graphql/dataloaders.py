@@ -18,6 +18,7 @@ from gpupaas.catalog.models import (
     EnvironmentTemplate,
     EnvironmentTemplateVersion,
 )
+from gpupaas.clusters.models import Cluster
 from gpupaas.compute.models import ComputeInstanceShare, DeploymentRun
 
 M = TypeVar("M", bound=Model)
@@ -99,3 +100,7 @@ class Loaders:
     @cached_property
     def shares_of_instance(self) -> DataLoader[uuid.UUID, list[uuid.UUID]]:
         return DataLoader(load_fn=_shares_of_instances)
+
+    @cached_property
+    def cluster(self) -> DataLoader[uuid.UUID, Cluster | None]:
+        return _by_id(Cluster)

@@ -17,13 +17,14 @@ from strawberry.types import ExecutionContext
 
 from gpupaas.accounts.graphql import AccountsMutation, AccountsQuery
 from gpupaas.catalog.graphql import CatalogMutation, CatalogQuery
+from gpupaas.clusters.graphql import ClustersMutation, ClustersQuery
 from gpupaas.compute.graphql import ComputeMutation, ComputeQuery, ComputeSubscription
 from gpupaas.graphql.extensions import ErrorPolicy, TextGuard
 from gpupaas.settings import Settings
 from graphql import GraphQLError
 
-Query = merge_types("Query", (AccountsQuery, CatalogQuery, ComputeQuery))
-Mutation = merge_types("Mutation", (AccountsMutation, CatalogMutation, ComputeMutation))
+Query = merge_types("Query", (AccountsQuery, CatalogQuery, ComputeQuery, ClustersQuery))
+Mutation = merge_types("Mutation", (AccountsMutation, CatalogMutation, ComputeMutation, ClustersMutation))
 Subscription = merge_types("Subscription", (ComputeSubscription,))
 
 

@@ -91,10 +91,12 @@ def build_plan(
     labels: Mapping[str, str],
     annotations: Mapping[str, str],
     generated_token: str = "",
+    gpu_resource_names: Mapping[str, str] | None = None,
 ) -> Plan:
     """Renders the template for the instance; raises PermanentError when it cannot be rendered."""
     vendor = str(resources["gpuVendor"])
-    resource_name = GPU_RESOURCE_NAMES.get(vendor, "nvidia.com/gpu")
+    names = {**GPU_RESOURCE_NAMES, **(gpu_resource_names or {})}
+    resource_name = names.get(vendor, "nvidia.com/gpu")
     namespace = namespace_for(project, instance_name)
     typed: dict[str, str | int | float | bool] = {}
     for definition in input_definitions:

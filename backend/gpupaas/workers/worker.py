@@ -24,8 +24,8 @@ from datetime import timedelta
 from gpupaas.compute import service as compute
 from gpupaas.compute.states import RunAction
 from gpupaas.events.bus import COMMANDS_TOPIC, DEAD_LETTER_TOPIC, WORKERS_GROUP, Bus, Consumer, Message
-from gpupaas.provisioning.drivers.base import Driver
 from gpupaas.provisioning.plan import DriverError, PermanentError
+from gpupaas.provisioning.registry import DriverRegistry, resource_names
 
 log = logging.getLogger("gpupaas.worker")
 
@@ -41,10 +41,15 @@ class WorkerSettings:
 
 class Worker:
     def __init__(
-        self, bus: Bus, driver: Driver, settings: WorkerSettings | None = None, *, name: str | None = None
+        self,
+        bus: Bus,
+        drivers: DriverRegistry,
+        settings: WorkerSettings | None = None,
+        *,
+        name: str | None = None,
     ) -> None:
         self.bus = bus
-        self.driver = driver
+        self.drivers = drivers
         self.settings = settings or WorkerSettings()
         self.name = name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self._consumer: Consumer | None = None
@@ -135,12 +140,13 @@ class Worker:
         last_error = ""
         for attempt in range(1, self.settings.max_attempts + 1):
             try:
-                plan = compute.plan_for(claimed.instance, claimed.project_name)
+                driver, cluster = await self.drivers.driver_for(claimed.instance.snapshot.get("clusterId"))
+                plan = compute.plan_for(claimed.instance, claimed.project_name, resource_names(cluster))
                 if run.action == RunAction.DEPLOY:
-                    applied = await self.driver.apply(plan, progress)
+                    applied = await driver.apply(plan, progress)
                     await compute.record_applied(run.id, [ref.to_json() for ref in applied.objects])
                     return True, None, applied.outputs
-                await self.driver.destroy(plan, progress)
+                await driver.destroy(plan, progress)
                 return True, None, None
             except PermanentError as error:
                 return False, str(error), None

@@ -1,0 +1,12 @@
+"""What every process makes sure of at start-up, idempotently: the built-in templates and a
+default (simulated) cluster exist."""
+
+from __future__ import annotations
+
+from gpupaas.catalog.service import sync_builtin_templates
+from gpupaas.clusters.service import ensure_default_cluster
+
+
+async def seed() -> None:
+    await sync_builtin_templates()
+    await ensure_default_cluster()

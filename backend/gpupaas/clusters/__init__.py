@@ -1,0 +1,1 @@
+"""gpupaas.clusters: the Kubernetes clusters instances are deployed to."""

@@ -1,0 +1,205 @@
+"""GraphQL for clusters (thin: the rules are in clusters.service). Kubeconfigs go in, never out."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import strawberry
+
+from gpupaas.catalog.models import Vendor
+from gpupaas.clusters import service
+from gpupaas.clusters.models import Cluster, ClusterDriver, ClusterStatus
+from gpupaas.graphql.common import DeletePayload, UserError, attempt, delete_payload
+from gpupaas.graphql.context import Info
+from gpupaas.provisioning.registry import resource_names
+
+ClusterDriverEnum = strawberry.enum(ClusterDriver, name="ClusterDriver")
+ClusterStatusEnum = strawberry.enum(ClusterStatus, name="ClusterStatus")
+
+
+@strawberry.type
+class GpuResourceName:
+    vendor: Vendor
+    resource_name: str
+
+
+@strawberry.input
+class GpuResourceNameInput:
+    vendor: Vendor
+    resource_name: str
+
+
+@strawberry.type(description="A node as the last check saw it.")
+class ClusterNode:
+    name: str
+    cpu: str | None
+    memory: str | None
+    gpu_resource: str | None
+    gpu_count: int
+    gpu_model: str | None
+
+
+@strawberry.type(name="Cluster")
+class ClusterType:
+    id: strawberry.ID
+    name: str
+    display_name: str
+    driver: ClusterDriver
+    is_default: bool
+    in_cluster: bool
+    has_kubeconfig: bool = strawberry.field(
+        description="A kubeconfig is stored (encrypted); it is never returned."
+    )
+    access_address: str | None = strawberry.field(
+        description="The host users reach services on (connect links)."
+    )
+    gpu_resource_names: list[GpuResourceName]
+    status: ClusterStatus
+    status_message: str | None
+    server_version: str | None
+    nodes: list[ClusterNode]
+    checked_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, cluster: Cluster) -> ClusterType:
+        return cls(
+            id=strawberry.ID(str(cluster.id)),
+            name=cluster.name,
+            display_name=cluster.display_name,
+            driver=cluster.driver,
+            is_default=cluster.is_default,
+            in_cluster=cluster.in_cluster,
+            has_kubeconfig=cluster.kubeconfig_encrypted is not None,
+            access_address=cluster.access_address,
+            gpu_resource_names=[
+                GpuResourceName(vendor=Vendor(vendor), resource_name=name)
+                for vendor, name in resource_names(cluster).items()
+                if vendor != Vendor.CPU.value
+            ],
+            status=cluster.status,
+            status_message=cluster.status_message,
+            server_version=cluster.server_version,
+            nodes=[
+                ClusterNode(
+                    name=str(node.get("name")),
+                    cpu=node.get("cpu"),
+                    memory=node.get("memory"),
+                    gpu_resource=node.get("gpuResource"),
+                    gpu_count=int(node.get("gpuCount") or 0),
+                    gpu_model=node.get("gpuModel"),
+                )
+                for node in cluster.nodes
+            ],
+            checked_at=cluster.checked_at,
+            created_at=cluster.created_at,
+            updated_at=cluster.updated_at,
+        )
+
+
+@strawberry.input(description="A kubeconfig (the output of `kubectl config view --raw`) is stored encrypted.")
+class CreateClusterInput:
+    name: str
+    driver: ClusterDriver
+    display_name: str | None = None
+    kubeconfig: str | None = None
+    in_cluster: bool | None = None
+    context: str | None = None
+    access_address: str | None = None
+    gpu_resource_names: list[GpuResourceNameInput] | None = None
+    is_default: bool | None = None
+
+
+@strawberry.input(description="`kubeconfig`: a new one replaces the stored one; an empty string removes it.")
+class UpdateClusterInput:
+    id: strawberry.ID
+    name: str | None = None
+    driver: ClusterDriver | None = None
+    display_name: str | None = None
+    kubeconfig: str | None = None
+    in_cluster: bool | None = None
+    context: str | None = None
+    access_address: str | None = None
+    gpu_resource_names: list[GpuResourceNameInput] | None = None
+    is_default: bool | None = None
+
+
+@strawberry.type
+class ClusterPayload:
+    cluster: ClusterType | None
+    user_errors: list[UserError]
+
+
+def _cluster_in(data: CreateClusterInput | UpdateClusterInput) -> service.ClusterIn:
+    return service.ClusterIn(
+        name=data.name,
+        display_name=data.display_name,
+        driver=data.driver,
+        kubeconfig=data.kubeconfig,
+        in_cluster=data.in_cluster,
+        context=data.context,
+        access_address=data.access_address,
+        gpu_resource_names=None
+        if data.gpu_resource_names is None
+        else [(g.vendor.value, g.resource_name) for g in data.gpu_resource_names],
+        is_default=data.is_default,
+    )
+
+
+def _payload(cluster: Cluster | None, errors: list[UserError]) -> ClusterPayload:
+    return ClusterPayload(cluster=ClusterType.of(cluster) if cluster else None, user_errors=errors)
+
+
+@strawberry.type
+class ClustersQuery:
+    @strawberry.field(description="Every registered cluster, the default first.")
+    async def clusters(self, info: Info) -> list[ClusterType]:
+        return [ClusterType.of(c) for c in await service.list_clusters(info.context.actor)]
+
+    @strawberry.field
+    async def cluster(self, info: Info, id: strawberry.ID) -> ClusterType | None:
+        cluster = await service.get_cluster(info.context.actor, id)
+        return ClusterType.of(cluster) if cluster else None
+
+
+@strawberry.type
+class ClustersMutation:
+    @strawberry.mutation(description="Platform admins: register a cluster; it is checked at once.")
+    async def create_cluster(self, info: Info, input: CreateClusterInput) -> ClusterPayload:
+        context = info.context
+        return _payload(
+            *await attempt(
+                service.create_cluster(
+                    context.actor,
+                    _cluster_in(input),
+                    secret_key=context.settings.secret_key,
+                    checker=context.drivers,
+                )
+            )
+        )
+
+    @strawberry.mutation
+    async def update_cluster(self, info: Info, input: UpdateClusterInput) -> ClusterPayload:
+        context = info.context
+        return _payload(
+            *await attempt(
+                service.update_cluster(
+                    context.actor,
+                    input.id,
+                    _cluster_in(input),
+                    secret_key=context.settings.secret_key,
+                    checker=context.drivers,
+                )
+            )
+        )
+
+    @strawberry.mutation(description="Checks again: reachable, version, nodes and their GPUs.")
+    async def check_cluster(self, info: Info, id: strawberry.ID) -> ClusterPayload:
+        return _payload(
+            *await attempt(service.check_cluster(info.context.actor, id, checker=info.context.drivers))
+        )
+
+    @strawberry.mutation
+    async def delete_cluster(self, info: Info, id: strawberry.ID) -> DeletePayload:
+        return await delete_payload(service.delete_cluster(info.context.actor, id))

@@ -1,0 +1,285 @@
+"""The rules of clusters: platform admins register them (kubeconfigs encrypted at rest, never
+returned), every signed-in user may list them (to pick one for a profile), one is the default,
+and each is checked when registered or edited (reachable, version, nodes and their GPUs)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import yaml
+from tortoise.exceptions import IntegrityError
+from tortoise.transactions import in_transaction
+
+from gpupaas.accounts.service import Actor, parse_id
+from gpupaas.catalog.models import ComputeProfile
+from gpupaas.clusters.models import Cluster, ClusterDriver, ClusterStatus
+from gpupaas.compute.models import ComputeInstance
+from gpupaas.compute.states import DeploymentStatus
+from gpupaas.core import crypto, validation
+from gpupaas.core.errors import Collector, ErrorCode, UserErrors
+from gpupaas.provisioning.registry import Checker
+
+DEFAULT_CLUSTER = "simulated"
+_RESOURCE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+MAX_KUBECONFIG = 256 * 1024
+
+
+@dataclass
+class ClusterIn:
+    name: str | None = None
+    display_name: str | None = None
+    driver: ClusterDriver | None = None
+    kubeconfig: str | None = None
+    in_cluster: bool | None = None
+    context: str | None = None
+    access_address: str | None = None
+    gpu_resource_names: list[tuple[str, str]] | None = None
+    is_default: bool | None = None
+
+
+async def list_clusters(actor: Actor) -> list[Cluster]:
+    actor.require_user()
+    return await Cluster.all().order_by("-is_default", "name")
+
+
+async def get_cluster(actor: Actor, cluster_id: str) -> Cluster | None:
+    actor.require_user()
+    cid = parse_id(cluster_id)
+    return await Cluster.get_or_none(id=cid) if cid else None
+
+
+async def ensure_default_cluster() -> Cluster:
+    """The embedded default: a simulated cluster, created once when no cluster exists."""
+    default = await Cluster.get_or_none(is_default=True)
+    if default is not None:
+        return default
+    existing = await Cluster.get_or_none(name=DEFAULT_CLUSTER)
+    if existing is not None:
+        return existing
+    try:
+        return await Cluster.create(
+            name=DEFAULT_CLUSTER,
+            display_name="Simulated cluster",
+            driver=ClusterDriver.SIMULATED,
+            is_default=True,
+            status=ClusterStatus.READY,
+        )
+    except IntegrityError:  # another process created it first
+        return await Cluster.get(name=DEFAULT_CLUSTER)
+
+
+def _kubeconfig_problem(text: str, context: str | None) -> str | None:
+    if len(text) > MAX_KUBECONFIG:
+        return f"must be at most {MAX_KUBECONFIG // 1024} KiB"
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        return f"is not valid YAML: {error}".splitlines()[0]
+    if (
+        not isinstance(data, dict)
+        or not data.get("clusters")
+        or not data.get("users")
+        or not data.get("contexts")
+    ):
+        return (
+            "is not a kubeconfig: it needs clusters, users and contexts "
+            "(the output of `kubectl config view --raw`)"
+        )
+    names = [c.get("name") for c in data.get("contexts") or [] if isinstance(c, dict)]
+    if context is not None and context not in names:
+        return f'has no context "{context}" (contexts: {", ".join(str(n) for n in names)})'
+    if context is None and not data.get("current-context"):
+        return "has no current-context: name the context to use"
+    return None
+
+
+def _access_address_problem(value: str) -> str | None:
+    if value.startswith(("http://", "https://")):
+        return validation.http_url(value, allow_data_image=False)
+    host, _, port = value.partition(":")
+    if validation.dns_subdomain(host) is not None and not re.fullmatch(r"[0-9.]+|\[[0-9a-fA-F:]+\]", host):
+        return "must be a host name or IP address (optionally with :port), or an http(s) URL"
+    if port and (not port.isdigit() or not 0 < int(port) < 65536):
+        return "the port must be a number from 1 to 65535"
+    return None
+
+
+def _check_fields(problems: Collector, cluster: Cluster, data: ClusterIn, secret_key: str) -> None:
+    if data.display_name is not None:
+        display = data.display_name.strip() or cluster.name
+        problems.check(("input", "displayName"), validation.display_name(display))
+        cluster.display_name = display
+    if data.in_cluster is not None:
+        cluster.in_cluster = data.in_cluster
+    if data.context is not None:
+        cluster.context = data.context.strip() or None
+    if data.kubeconfig is not None:
+        if data.kubeconfig.strip():
+            problem = _kubeconfig_problem(data.kubeconfig, cluster.context)
+            problems.check(("input", "kubeconfig"), problem)
+            if problem is None:
+                cluster.kubeconfig_encrypted = crypto.encrypt(secret_key, data.kubeconfig)
+        else:
+            cluster.kubeconfig_encrypted = None
+    if data.access_address is not None:
+        address = data.access_address.strip()
+        if address:
+            problems.check(("input", "accessAddress"), _access_address_problem(address))
+        cluster.access_address = address or None
+    if data.gpu_resource_names is not None:
+        names: dict[str, str] = {}
+        for index, (vendor, resource) in enumerate(data.gpu_resource_names):
+            if vendor in names:
+                problems.add(("input", "gpuResourceNames", index, "vendor"), f"{vendor} is given twice")
+            elif not _RESOURCE_NAME.match(resource):
+                problems.add(
+                    ("input", "gpuResourceNames", index, "resourceName"),
+                    "must be an extended resource name such as nvidia.com/gpu",
+                )
+            names[vendor] = resource
+        cluster.gpu_resource_names = names
+    if (
+        cluster.driver == ClusterDriver.KUBERNETES
+        and not cluster.in_cluster
+        and not cluster.kubeconfig_encrypted
+        and not problems
+    ):
+        problems.add(
+            ("input", "kubeconfig"),
+            "a KUBERNETES cluster needs a kubeconfig (or inCluster)",
+            ErrorCode.REQUIRED,
+        )
+
+
+async def _make_default(cluster: Cluster) -> None:
+    await Cluster.filter(is_default=True).exclude(id=cluster.id).update(is_default=False)
+
+
+async def _apply_check(cluster: Cluster, checker: Checker) -> None:
+    result = await checker.check(cluster)
+    cluster.status = ClusterStatus.READY if result.reachable else ClusterStatus.UNREACHABLE
+    cluster.status_message = result.message
+    cluster.server_version = result.server_version
+    cluster.nodes = result.nodes
+    cluster.checked_at = datetime.now(UTC)
+    await Cluster.filter(id=cluster.id).update(
+        status=cluster.status,
+        status_message=cluster.status_message,
+        server_version=cluster.server_version,
+        nodes=cluster.nodes,
+        checked_at=cluster.checked_at,
+    )
+
+
+async def create_cluster(actor: Actor, data: ClusterIn, *, secret_key: str, checker: Checker) -> Cluster:
+    actor.require_platform_admin()
+    problems = Collector()
+    name = data.name or ""
+    problems.check(("input", "name"), validation.dns_label(name))
+    if data.driver is None:
+        problems.add(("input", "driver"), "choose SIMULATED or KUBERNETES", ErrorCode.REQUIRED)
+    cluster = Cluster(
+        name=name, display_name=name, driver=data.driver or ClusterDriver.SIMULATED, gpu_resource_names={}
+    )
+    _check_fields(problems, cluster, data, secret_key)
+    if not problems and await Cluster.exists(name=name):
+        problems.add(("input", "name"), f'a cluster named "{name}" already exists', ErrorCode.TAKEN)
+    problems.raise_if_any()
+    try:
+        async with in_transaction():
+            cluster.is_default = bool(data.is_default) or not await Cluster.exists()
+            await cluster.save()
+            if cluster.is_default:
+                await _make_default(cluster)
+    except IntegrityError:
+        raise UserErrors.one(
+            ("input", "name"), f'a cluster named "{name}" already exists', ErrorCode.TAKEN
+        ) from None
+    await _apply_check(cluster, checker)
+    return cluster
+
+
+async def _require(actor: Actor, cluster_id: str, field: Sequence[str]) -> Cluster:
+    actor.require_platform_admin()
+    cluster = await get_cluster(actor, cluster_id)
+    if cluster is None:
+        raise UserErrors.one(field, "No such cluster.", ErrorCode.NOT_FOUND)
+    return cluster
+
+
+async def update_cluster(
+    actor: Actor, cluster_id: str, data: ClusterIn, *, secret_key: str, checker: Checker
+) -> Cluster:
+    cluster = await _require(actor, cluster_id, ("input", "id"))
+    problems = Collector()
+    if data.name is not None and data.name != cluster.name:
+        problems.add(("input", "name"), "the name of a cluster cannot change", ErrorCode.IMMUTABLE)
+    if data.driver is not None and data.driver != cluster.driver:
+        problems.add(
+            ("input", "driver"),
+            "the driver of a cluster cannot change: register a new one",
+            ErrorCode.IMMUTABLE,
+        )
+    if data.is_default is False and cluster.is_default:
+        problems.add(("input", "isDefault"), "make another cluster the default instead")
+    _check_fields(problems, cluster, data, secret_key)
+    problems.raise_if_any()
+    async with in_transaction():
+        if data.is_default:
+            cluster.is_default = True
+            await _make_default(cluster)
+        await cluster.save()
+    await _apply_check(cluster, checker)
+    return cluster
+
+
+async def check_cluster(actor: Actor, cluster_id: str, *, checker: Checker) -> Cluster:
+    cluster = await _require(actor, cluster_id, ("id",))
+    await _apply_check(cluster, checker)
+    return cluster
+
+
+async def delete_cluster(actor: Actor, cluster_id: str) -> str:
+    cluster = await _require(actor, cluster_id, ("id",))
+    if cluster.is_default:
+        raise UserErrors.one(
+            ("id",),
+            "this is the default cluster: make another one the default first",
+            ErrorCode.INVALID_STATE,
+        )
+    profiles = await ComputeProfile.filter(cluster_id=cluster.id).values_list("name", flat=True)
+    if profiles:
+        raise UserErrors.one(
+            ("id",),
+            f"compute profiles deploy to this cluster ({', '.join(sorted(str(p) for p in profiles)[:10])}): "
+            "move them to another cluster first",
+            ErrorCode.INVALID_STATE,
+        )
+    deployed = [
+        i.name
+        for i in await ComputeInstance.exclude(status=DeploymentStatus.NOT_DEPLOYED).only("name", "snapshot")
+        if i.snapshot.get("clusterId") == str(cluster.id)
+    ]
+    if deployed:
+        raise UserErrors.one(
+            ("id",),
+            f"instances are deployed on this cluster ({', '.join(sorted(deployed)[:10])}): "
+            "destroy them first",
+            ErrorCode.INVALID_STATE,
+        )
+    await cluster.delete()
+    return cluster_id
+
+
+async def cluster_for_profile(cluster_id: str | None, field: Sequence[str]) -> Cluster | None:
+    """The cluster a profile names (None: the default, resolved when an instance is launched)."""
+    if cluster_id is None:
+        return None
+    cid = parse_id(cluster_id)
+    cluster = await Cluster.get_or_none(id=cid) if cid else None
+    if cluster is None:
+        raise UserErrors.one(field, "No such cluster.", ErrorCode.NOT_FOUND)
+    return cluster

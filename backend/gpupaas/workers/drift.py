@@ -1,0 +1,75 @@
+"""Drift: one watch per registered Kubernetes cluster on the objects gpupaas manages. A pod that
+dies turns its SUCCESS instance FAILED with the reason; when it recovers, the instance turns
+SUCCESS again. The driver keeps the watch's resourceVersion and re-lists after 410 Gone, so no
+event is lost across a restart of the watch; this loop restarts a watch that failed."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+
+from gpupaas.clusters.models import Cluster, ClusterDriver
+from gpupaas.compute import service as compute
+from gpupaas.provisioning.drivers.base import Observed, Phase
+from gpupaas.provisioning.registry import DriverRegistry
+
+log = logging.getLogger("gpupaas.drift")
+
+
+class DriftWatcher:
+    def __init__(
+        self, drivers: DriverRegistry, *, rescan_seconds: float = 30.0, backoff_seconds: float = 5.0
+    ) -> None:
+        self.drivers = drivers
+        self.rescan_seconds = rescan_seconds
+        self.backoff_seconds = backoff_seconds
+        self._stop = asyncio.Event()
+        self._watches: dict[uuid.UUID, asyncio.Task[None]] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self._stop.clear()
+        self._task = asyncio.create_task(self._scan(), name="drift-scan")
+
+    async def stop(self) -> None:
+        self._stop.set()
+        tasks = [t for t in (self._task, *self._watches.values()) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._watches.clear()
+
+    async def _scan(self) -> None:
+        while not self._stop.is_set():
+            try:
+                clusters = await Cluster.filter(driver=ClusterDriver.KUBERNETES)
+                for cluster in clusters:
+                    task = self._watches.get(cluster.id)
+                    if task is None or task.done():
+                        self._watches[cluster.id] = asyncio.create_task(
+                            self._watch(cluster.id), name=f"drift-{cluster.name}"
+                        )
+            except Exception:
+                log.exception("listing clusters for drift watches failed")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), timeout=self.rescan_seconds)
+
+    async def _watch(self, cluster_id: uuid.UUID) -> None:
+        async def on_change(instance_id: str, observed: Observed) -> None:
+            if observed.phase in (Phase.FAILED, Phase.READY):
+                await compute.report_drift(instance_id, observed.phase == Phase.FAILED, observed.message)
+
+        while not self._stop.is_set():
+            try:
+                driver, _ = await self.drivers.driver_for(str(cluster_id))
+                await driver.watch_drift(on_change, stop=self._stop)  # type: ignore[attr-defined]
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("the drift watch of cluster %s failed; starting it again", cluster_id)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), timeout=self.backoff_seconds)

@@ -1,0 +1,203 @@
+"""The whole compute flow with the kubernetes driver, against the fake Kubernetes API server:
+register the cluster, launch, deploy (server-side apply, readiness), outputs, drift, destroy."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpupaas.accounts.service import actor_for
+from gpupaas.catalog import service as catalog
+from gpupaas.catalog.models import Vendor
+from gpupaas.clusters import service as clusters
+from gpupaas.clusters.models import ClusterStatus
+from gpupaas.compute import service as compute
+from gpupaas.compute.models import DeploymentRun
+from gpupaas.compute.states import DeploymentStatus
+from gpupaas.runtime import Runtime
+from gpupaas.settings import Settings
+from tests.factories import make_instance, make_profile, make_project, make_template, make_user, make_version
+from tests.fake_kube import FakeKube, node
+from tests.workers.conftest import eventually, fast, wait_status
+
+S = DeploymentStatus
+
+WORKLOAD = """\
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: "{{ instance.namespace }}"
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: trainer
+  namespace: "{{ instance.namespace }}"
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: trainer}}
+  template:
+    metadata: {labels: {app: trainer}}
+    spec:
+      containers:
+      - name: main
+        image: "nvcr.io/nvidia/pytorch:24.01-py3"
+        resources:
+          limits: {"{{ resources.gpuResourceName }}": "{{ resources.gpuCount }}"}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: trainer
+  namespace: "{{ instance.namespace }}"
+spec:
+  type: NodePort
+  selector: {app: trainer}
+  ports: [{name: http, port: 8000}]
+"""
+
+
+@pytest.fixture
+async def kube_runtime(
+    db: object,
+    settings: Settings,
+    fake_kube: FakeKube,
+    tmp_path: Path,
+) -> AsyncIterator[tuple[Runtime, Any]]:
+    """A runtime (in-process bus, worker, drift watch) and a KUBERNETES cluster on the fake server."""
+    fake_kube.set_nodes([node("gpu-0", gpus=8), node("gpu-1", gpus=8), node("cpu-0")])
+    chosen = replace(
+        fast(settings),
+        kubernetes_poll_seconds=0.05,
+        kubernetes_readiness_timeout_seconds=10,
+        kubernetes_request_timeout_seconds=5,
+    )
+    runtime = Runtime(chosen, run_worker=True)
+    root = await make_user("root", platform_admin=True)
+    cluster = await clusters.create_cluster(
+        await actor_for(root.user),
+        clusters.ClusterIn(
+            name="lab",
+            driver=clusters.ClusterDriver.KUBERNETES,
+            kubeconfig=fake_kube.kubeconfig(tmp_path / "kubeconfig").read_text(),
+            access_address="gpu.example.com",
+        ),
+        secret_key=chosen.secret_key,
+        checker=runtime.drivers,
+    )
+    await runtime.start()
+    try:
+        yield runtime, cluster
+    finally:
+        await runtime.stop()
+
+
+async def test_registering_checks_the_cluster(kube_runtime: tuple[Runtime, Any]) -> None:
+    _, cluster = kube_runtime
+    assert cluster.status == ClusterStatus.READY, cluster.status_message
+    assert cluster.server_version and cluster.server_version.startswith("v1.37")
+    gpus = {n["name"]: (n["gpuResource"], n["gpuCount"]) for n in cluster.nodes}
+    assert gpus["gpu-0"] == ("nvidia.com/gpu", 8) and gpus["cpu-0"][1] == 0
+
+
+async def test_deploy_outputs_and_destroy_on_kubernetes(
+    kube_runtime: tuple[Runtime, Any], fake_kube: FakeKube
+) -> None:
+    _, cluster = kube_runtime
+    project = await make_project("ml")
+    from gpupaas.catalog.models import EnvironmentTemplate, EnvironmentTemplateVersion
+
+    builtin = await EnvironmentTemplate.get(name="gpu-namespace", built_in=True)
+    version = await EnvironmentTemplateVersion.get(template_id=builtin.id)
+    profile = await make_profile(project, version, cluster_id=str(cluster.id))
+    instance = await make_instance(project, profile, name="nb", labels=[("team", "vision")], deploy=True)
+
+    done = await wait_status(instance.id, S.SUCCESS, S.FAILED)
+    assert done.status == S.SUCCESS, done.status_message
+    assert done.outputs["namespace"] == "ml-nb"
+    namespace = fake_kube.get("v1", "Namespace", "ml-nb")
+    assert namespace is not None
+    assert namespace["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "gpupaas"
+    assert namespace["metadata"]["labels"]["gpupaas.io/instance"] == str(instance.id)
+    assert namespace["metadata"]["labels"]["team"] == "vision"
+    quota = (
+        fake_kube.get("v1", "ResourceQuota", "compute", "ml-nb")
+        or fake_kube.list("v1", "ResourceQuota", "ml-nb")[0]
+    )
+    assert str(quota["spec"]["hard"]["requests.nvidia.com/gpu"]) == "1"
+    applies = [r for r in fake_kube.requests if r.method == "PATCH"]
+    assert applies
+    for request in applies:
+        assert request.content_type == "application/apply-patch+yaml"
+        assert request.query == {"fieldManager": "gpupaas", "force": "true"}
+    run = await DeploymentRun.get(instance_id=instance.id)
+    assert run.applied[0]["kind"] == "Namespace"
+
+    await compute.destroy(await _root(), str(instance.id))
+    gone = await wait_status(instance.id, S.NOT_DEPLOYED, S.FAILED)
+    assert gone.status == S.NOT_DEPLOYED, gone.status_message
+    assert fake_kube.get("v1", "Namespace", "ml-nb") is None
+
+
+async def _root() -> Any:
+    from gpupaas.accounts.models import User
+
+    return await actor_for(await User.get(username="root"))
+
+
+async def _workload_profile(cluster: Any, gpus: int) -> tuple[Any, Any]:
+    project = await make_project("ml")
+    version = await make_version(
+        await make_template(project),
+        resources=WORKLOAD,
+        inputs=[],
+        outputs=[
+            catalog.OutputDefinitionIn(name="port", value="{{ objects.Service.spec.ports.0.nodePort }}")
+        ],
+    )
+    profile = await make_profile(
+        project,
+        version,
+        cluster_id=str(cluster.id),
+        resources=catalog.ResourcesIn(
+            cpu="4", memory="16Gi", storage="10Gi", gpu_count=gpus, gpu_vendor=Vendor.NVIDIA
+        ),
+    )
+    return project, profile
+
+
+async def test_an_unschedulable_pod_fails_the_run_with_the_schedulers_reason(
+    kube_runtime: tuple[Runtime, Any],
+) -> None:
+    _, cluster = kube_runtime
+    project, profile = await _workload_profile(cluster, gpus=64)
+    instance = await make_instance(project, profile, name="big", deploy=True)
+    failed = await wait_status(instance.id, S.FAILED, S.SUCCESS)
+    assert failed.status == S.FAILED
+    assert "Insufficient nvidia.com/gpu" in (failed.status_message or ""), failed.status_message
+
+
+async def test_drift_turns_the_instance_failed_and_back(
+    kube_runtime: tuple[Runtime, Any], fake_kube: FakeKube
+) -> None:
+    _, cluster = kube_runtime
+    project, profile = await _workload_profile(cluster, gpus=1)
+    instance = await make_instance(project, profile, name="train", deploy=True)
+    done = await wait_status(instance.id, S.SUCCESS, S.FAILED)
+    assert done.status == S.SUCCESS, done.status_message
+    assert 30000 <= int(done.outputs["port"]) <= 32767
+    [pod] = fake_kube.pods("ml-train")
+    fake_kube.fail_pod("ml-train", pod["metadata"]["name"], "OOMKilled", exit_code=137)
+    failed = await wait_status(instance.id, S.FAILED, timeout=20)
+    assert "OOMKilled" in (failed.status_message or "") and (failed.status_message or "").startswith("drift:")
+    fake_kube.recover_pod("ml-train", pod["metadata"]["name"])
+    await wait_status(instance.id, S.SUCCESS, timeout=20)
+
+    async def still_success() -> bool:
+        return (await compute.ComputeInstance.get(id=instance.id)).status == S.SUCCESS
+
+    await eventually(still_success, what="the instance to stay SUCCESS")
