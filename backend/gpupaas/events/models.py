@@ -18,6 +18,9 @@ class OutboxMessage(Model):
     created_at = fields.DatetimeField(auto_now_add=True)
     sent_at = fields.DatetimeField(null=True)
     attempts = fields.IntField(default=0)
+    # Which relay is publishing it, until when (a claim outlives a relay that died by this much).
+    claimed_by = fields.CharField(max_length=128, null=True)
+    claimed_until = fields.DatetimeField(null=True)
     last_error: str | None = fields.TextField(null=True)
 
     class Meta:

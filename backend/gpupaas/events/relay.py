@@ -11,8 +11,12 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
+import socket
+import uuid
 from datetime import UTC, datetime, timedelta
 
+from tortoise.expressions import Q
 from tortoise.transactions import in_transaction
 
 from gpupaas.events import outbox
@@ -32,8 +36,11 @@ class Relay:
         batch: int = 200,
         keep_sent: timedelta = timedelta(hours=1),
         max_backoff_seconds: float = 5.0,
+        claim_for: timedelta = timedelta(seconds=60),
     ) -> None:
         self.bus = bus
+        self.claim_for = claim_for
+        self.name = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self.poll_seconds = poll_seconds
         self.batch = batch
         self.keep_sent = keep_sent
@@ -81,32 +88,50 @@ class Relay:
                 await asyncio.wait_for(self._wake.wait(), timeout=self.poll_seconds)
 
     async def publish_pending(self) -> int:
-        """Publishes one batch of pending rows; returns how many were sent. The rows published
-        before a broker failure are marked sent (committed) before the failure is raised."""
+        """Publishes one batch of pending rows; returns how many were sent.
+
+        Rows are claimed in a short transaction and published outside it: no database lock is
+        held while the broker is slow or down (on SQLite that lock would stop every request).
+        A claim expires, so rows claimed by a relay that died are taken by another. The rows
+        published before a broker failure are marked sent before the failure is raised."""
+        rows = await self._claim()
         failure: BusUnavailable | None = None
         sent: list[int] = []
+        for row in rows:
+            try:
+                await self.bus.publish(row.topic, row.key, json.dumps(row.payload).encode())
+            except BusUnavailable as error:
+                failure = error
+                await OutboxMessage.filter(id=row.id).update(attempts=row.attempts + 1, last_error=str(error))
+                break
+            sent.append(row.id)
+        if sent:
+            await OutboxMessage.filter(id__in=sent).update(sent_at=datetime.now(UTC), claimed_until=None)
+        unsent = [row.id for row in rows if row.id not in set(sent)]
+        if unsent:
+            await OutboxMessage.filter(id__in=unsent, claimed_by=self.name).update(
+                claimed_by=None, claimed_until=None
+            )
+        if failure is not None:
+            raise failure
+        return len(sent)
+
+    async def _claim(self) -> list[OutboxMessage]:
+        moment = datetime.now(UTC)
         async with in_transaction():
-            rows = (
-                await OutboxMessage.filter(sent_at=None)
+            rows: list[OutboxMessage] = (
+                await OutboxMessage.filter(
+                    Q(sent_at=None) & (Q(claimed_until=None) | Q(claimed_until__lte=moment))
+                )
                 .order_by("id")
                 .limit(self.batch)
                 .select_for_update(skip_locked=True)
             )
-            for row in rows:
-                try:
-                    await self.bus.publish(row.topic, row.key, json.dumps(row.payload).encode())
-                except BusUnavailable as error:
-                    failure = error
-                    await OutboxMessage.filter(id=row.id).update(
-                        attempts=row.attempts + 1, last_error=str(error)
-                    )
-                    break
-                sent.append(row.id)
-            if sent:
-                await OutboxMessage.filter(id__in=sent).update(sent_at=datetime.now(UTC))
-        if failure is not None:
-            raise failure
-        return len(sent)
+            if rows:
+                await OutboxMessage.filter(id__in=[r.id for r in rows]).update(
+                    claimed_by=self.name, claimed_until=moment + self.claim_for
+                )
+        return rows
 
     async def _sweep(self) -> None:
         moment = datetime.now(UTC)
