@@ -1,0 +1,11 @@
+"""GPU service instances: containers run from instance templates inside a compute instance.
+
+Pure building blocks (no database, GraphQL or Kubernetes client):
+
+- `spec`: the spec of a container service as an instance template holds it and a service instance
+  copies it, its checks and its JSON form.
+- `placeholders`: `{{generated_*}}` placeholders, their values and their resolution.
+- `builtins`: the instance templates every installation ships.
+- `podspec`: the Kubernetes objects of a service instance (workload, Service, workspace claim).
+- `connect`: the connect links shown to users.
+"""

@@ -1,0 +1,149 @@
+"""Connect links: where a person reaches a service instance's ports.
+
+`connect_links(spec, access_address=..., node_ports=...)` gives one link per port a person can
+click or paste, in the spec's port order:
+
+- SSH ports (TCP, named "ssh" or a name with an "ssh" part like "ssh-admin", or port 22):
+  `ssh -p <port> root@<host>`. Checked first, so a port named "ssh" is never a web link.
+- Web ports (TCP and any of: a name or a "-"-separated part of it that says web (http, https, web,
+  ui, jupyter, tensorboard, gradio, streamlit); a well-known web port (80, 443, 8000, 8080, 8443,
+  8888, and TensorBoard's 6006, Gradio's 7860, Streamlit's 8501); access params, which only make
+  sense in a URL): `http(s)://<host>:<port>/?<access params>`, without "?" when there are none.
+  https when the name says https or the port is 443 or 8443, else http.
+- Any other port (UDP, SCTP, a TCP port that is neither) gets no link.
+
+The port is the Service's node port for the port's name when `node_ports` has it, else the
+container port. The access address is a host name or IP address (`127.0.0.1`, `gpu.example.com`,
+`::1`), or a URL (`https://gpu.example.com`): a URL's scheme is kept for the web links (TLS may end
+at that address) and its host is used; a port or path in the address is ignored, since every link
+carries its own port. No access address (None or blank) means no links: we do not know where the
+cluster is reachable, and "localhost" would be wrong for everyone but the server. An address that
+cannot be used (another scheme, no host) gives no links either; `access_address_problem` says why,
+for the settings that store it.
+
+Access params are URL-encoded (RFC 3986: spaces as %20, "&", "=", "#" and "+" encoded) and keep
+their order; `token=abc` stays as readable as it is.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import quote, urlencode, urlsplit
+
+from gpupaas.gpuservice.spec import Port, ServiceSpec
+
+__all__ = [
+    "HTTPS_PORTS",
+    "WEB_PORTS",
+    "WEB_PORT_NAMES",
+    "ConnectLink",
+    "access_address_problem",
+    "connect_links",
+    "is_ssh_port",
+    "is_web_port",
+]
+
+WEB_PORT_NAMES = frozenset({"http", "https", "web", "ui", "jupyter", "tensorboard", "gradio", "streamlit"})
+WEB_PORTS = frozenset({80, 443, 6006, 7860, 8000, 8080, 8443, 8501, 8888})
+HTTPS_PORTS = frozenset({443, 8443})
+SSH_PORT = 22
+
+_HOST_NAME = re.compile(
+    r"[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*\.?"
+)
+
+
+@dataclass(frozen=True)
+class ConnectLink:
+    port: str  # the port's name
+    url: str
+
+
+def _words(name: str) -> set[str]:
+    return set(name.lower().split("-"))
+
+
+def is_ssh_port(port: Port) -> bool:
+    return port.protocol == "TCP" and ("ssh" in _words(port.name) or port.port == SSH_PORT)
+
+
+def is_web_port(port: Port) -> bool:
+    if port.protocol != "TCP" or is_ssh_port(port):
+        return False
+    return bool(_words(port.name) & WEB_PORT_NAMES) or port.port in WEB_PORTS or bool(port.access_params)
+
+
+def _is_https(port: Port) -> bool:
+    return "https" in _words(port.name) or port.port in HTTPS_PORTS
+
+
+def _valid_host(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return len(host) <= 253 and _HOST_NAME.fullmatch(host) is not None
+    return True
+
+
+def _parse_address(address: str) -> tuple[str | None, str] | str:
+    """(scheme or None, host), or a message saying why the address cannot be used."""
+    text = address.strip()
+    if not text:
+        return "is empty"
+    if "://" in text:
+        try:
+            parts = urlsplit(text)
+            host = parts.hostname
+        except ValueError:
+            return "is not a valid URL"
+        scheme = parts.scheme.lower()
+        if scheme not in ("http", "https"):
+            return f'must be a host, or a URL starting with http:// or https:// (not "{scheme}://")'
+        if not host or not _valid_host(host):
+            return "must name a host, like https://gpu.example.com"
+        return scheme, host
+    host = text
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif host.count(":") == 1:  # host:port; the links carry their own ports
+        host = host.split(":", 1)[0]
+    if not _valid_host(host):
+        return "must be a host name or an IP address, like 127.0.0.1 or gpu.example.com"
+    return None, host
+
+
+def access_address_problem(address: str) -> str | None:
+    """Why an access address cannot make connect links, or None when it can."""
+    parsed = _parse_address(address)
+    return parsed if isinstance(parsed, str) else None
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def connect_links(
+    spec: ServiceSpec, *, access_address: str | None, node_ports: Mapping[str, int] | None = None
+) -> list[ConnectLink]:
+    """The links of a resolved spec's ports (see the module's docstring for the rules)."""
+    if access_address is None:
+        return []
+    parsed = _parse_address(access_address)
+    if isinstance(parsed, str):
+        return []
+    scheme, host = parsed
+    links: list[ConnectLink] = []
+    for port in spec.ports:
+        number = port.port if node_ports is None else node_ports.get(port.name, port.port)
+        if is_ssh_port(port):
+            links.append(ConnectLink(port=port.name, url=f"ssh -p {number} root@{host}"))
+        elif is_web_port(port):
+            link_scheme = scheme or ("https" if _is_https(port) else "http")
+            url = f"{link_scheme}://{_url_host(host)}:{number}/"
+            if port.access_params:
+                url += "?" + urlencode(port.access_params, quote_via=quote, safe="/:")
+            links.append(ConnectLink(port=port.name, url=url))
+    return links

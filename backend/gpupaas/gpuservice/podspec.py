@@ -1,0 +1,398 @@
+"""The Kubernetes objects of one GPU service instance, built by pure functions from its resolved spec.
+
+Three objects, applied in this order (`build_objects`):
+
+1. The workspace: a PersistentVolumeClaim `<name>-workspace` mounted at the spec's mount path
+   (`build_workspace_volume`). A claim of its own, not an ephemeral volume or an emptyDir, because
+   a service instance is stopped and started again: notebooks, checkpoints and downloaded models
+   must survive that, and survive the pod moving to another node. It counts against the compute
+   instance's `requests.storage` quota. Deleting the service instance deletes the claim.
+2. The workload: a Deployment with one replica (`build_workload`), not a bare Pod. A bare Pod is
+   gone for good when its node is drained or it is evicted; a Deployment makes a new one. Stop is
+   `replicas: 0` and start is `replicas: 1`, which keeps the object, its Service and the node ports
+   the connect links show. Strategy Recreate: the old pod must let go of the GPUs (the namespace's
+   quota has exactly the instance's GPUs) and of the ReadWriteOnce workspace before the new one
+   starts. progressDeadlineSeconds is an hour, because pulling a 10+ GB CUDA image and loading a
+   model take longer than the default 10 minutes, which the driver would report as a failure.
+3. The Service (`build_service`): type NodePort by default, so that the connect links (access
+   address + node port) reach it from outside the cluster; None when the spec has no ports.
+
+The container: the spec's image and pull policy (ALWAYS -> Always, IF_NOT_PRESENT -> IfNotPresent,
+NEVER -> Never), its command as `command` (exec form; the image's entrypoint when empty), its env
+and ports, working directory = the mount path, the container disk as `ephemeral-storage` requests
+and limits, the GPUs as the vendor's extended resource in requests and limits (none for CPU), and
+optional CPU and memory (requests = limits: the namespace's quota limits both, and its LimitRange
+default of 1Gi of memory would otherwise kill a model server). Besides:
+
+- /dev/shm is a memory-backed emptyDir: the container runtime's default 64 MiB breaks PyTorch data
+  loaders and vLLM's tensor parallelism (their docs say `--ipc=host` or `--shm-size`). It counts
+  against the container's memory.
+- enableServiceLinks is off: Kubernetes would otherwise set `<SERVICE>_PORT=tcp://...` variables
+  for every Service of the namespace, and vLLM reads VLLM_PORT (a Service named "vllm" breaks it).
+- automountServiceAccountToken is off: a notebook has no business with the Kubernetes API.
+- fsGroup 100 ("users") with OnRootMismatch: images that run as a non-root user (the Jupyter
+  Docker Stacks' jovyan is in group 100) can write to a fresh workspace; root images are unaffected.
+- A TCP readiness probe on the first TCP port, so that the instance is RUNNING only once its
+  server answers (vLLM opens its port after loading the model). No liveness probe: a slow start
+  must not be killed.
+- No GPUs requested: NVIDIA_VISIBLE_DEVICES=void (unless the spec sets it). On nodes whose default
+  runtime is NVIDIA's, an NVIDIA image (which sets NVIDIA_VISIBLE_DEVICES=all) would otherwise see
+  every GPU of the node without the scheduler knowing; "void" makes the runtime behave like runc.
+
+Vendors: the extended resource (`gpu_resource_name`, see provisioning.plan.GPU_RESOURCE_NAMES:
+nvidia.com/gpu, amd.com/gpu, gpu.intel.com/i915, huawei.com/Ascend910) is all a pod needs: the
+device plugin mounts the devices, and the ExtendedResourceToleration admission plugin (where the
+cluster enables it) tolerates the GPU nodes' taints. No node selector: requesting the resource
+already restricts scheduling to nodes that have it. Ascend nodes need the Ascend Docker Runtime
+(MindX DL) to mount the driver into the container; we add no hostPath mounts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, Literal
+
+from gpupaas.core import validation
+from gpupaas.gpuservice.placeholders import find_placeholders
+from gpupaas.gpuservice.spec import ServiceSpec
+from gpupaas.provisioning.plan import INSTANCE_LABEL, MANAGED_BY
+
+__all__ = [
+    "CONTAINER_NAME",
+    "DEFAULT_WORKSPACE_SIZE",
+    "NAME_LABEL",
+    "PROGRESS_DEADLINE_SECONDS",
+    "PULL_POLICIES",
+    "SERVICE_LABEL",
+    "build_objects",
+    "build_service",
+    "build_workload",
+    "build_workspace_volume",
+    "identity_labels",
+    "service_name",
+    "workspace_claim_name",
+]
+
+SERVICE_LABEL = "gpupaas.io/service"
+NAME_LABEL = "app.kubernetes.io/name"
+CONTAINER_NAME = "main"
+DEFAULT_WORKSPACE_SIZE = "20Gi"
+PROGRESS_DEADLINE_SECONDS = 3600
+WORKSPACE_VOLUME = "workspace"
+SHM_VOLUME = "dshm"
+# The "users" group: the Jupyter Docker Stacks' user is in it, root images do not care.
+FS_GROUP = 100
+
+PULL_POLICIES: dict[str, str] = {"ALWAYS": "Always", "IF_NOT_PRESENT": "IfNotPresent", "NEVER": "Never"}
+
+ServiceType = Literal["ClusterIP", "NodePort"]
+
+_NO_LABELS: Mapping[str, str] = MappingProxyType({})
+_DNS_1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?", re.ASCII)
+
+
+# ---------------------------------------------------------------------------------------- names
+
+
+def workspace_claim_name(name: str) -> str:
+    """The PersistentVolumeClaim of the workspace: ``<name>-workspace``."""
+    return f"{name}-workspace"
+
+
+def service_name(name: str) -> str:
+    """The Service's name: `name` when it is a DNS-1035 label (Services must start with a letter),
+    else ``svc-<name>``, shortened with a hash of the name when that is longer than 63 characters."""
+    if _DNS_1035_LABEL.fullmatch(name) and len(name) <= 63:
+        return name
+    prefixed = f"svc-{name}"
+    if len(prefixed) <= 63:
+        return prefixed
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"svc-{name[:50].rstrip('-')}-{digest}"
+
+
+def identity_labels(
+    *, name: str, instance_id: str, compute_instance_id: str, labels: Mapping[str, str] = _NO_LABELS
+) -> dict[str, str]:
+    """The labels of every object of the service instance; `labels` cannot override these."""
+    return {
+        **labels,
+        MANAGED_BY: "gpupaas",
+        INSTANCE_LABEL: compute_instance_id,
+        SERVICE_LABEL: instance_id,
+        NAME_LABEL: name,
+    }
+
+
+def _check_identity(name: str, namespace: str, instance_id: str, compute_instance_id: str) -> None:
+    checks = (
+        ("name", name, validation.dns_label(name)),
+        ("namespace", namespace, validation.dns_label(namespace)),
+        (
+            "instance_id",
+            instance_id,
+            validation.label_value(instance_id) if instance_id else "must not be empty",
+        ),
+        (
+            "compute_instance_id",
+            compute_instance_id,
+            validation.label_value(compute_instance_id) if compute_instance_id else "must not be empty",
+        ),
+    )
+    for what, value, problem in checks:
+        if problem is not None:
+            raise ValueError(f"{what} {value!r} {problem}")
+
+
+def _metadata(name: str, namespace: str, labels: dict[str, str]) -> dict[str, Any]:
+    return {"name": name, "namespace": namespace, "labels": dict(labels)}
+
+
+# ---------------------------------------------------------------------------------------- workspace
+
+
+def build_workspace_volume(
+    *,
+    name: str,
+    namespace: str,
+    instance_id: str,
+    compute_instance_id: str,
+    size: str = DEFAULT_WORKSPACE_SIZE,
+    storage_class: str | None = None,
+    labels: Mapping[str, str] = _NO_LABELS,
+) -> dict[str, Any]:
+    """The workspace's PersistentVolumeClaim (ReadWriteOnce; the cluster's default storage class
+    unless `storage_class` names one)."""
+    _check_identity(name, namespace, instance_id, compute_instance_id)
+    problem = validation.memory_quantity(size, allow_zero=False)
+    if problem is not None:
+        raise ValueError(f"workspace size {size!r} {problem}")
+    spec: dict[str, Any] = {
+        "accessModes": ["ReadWriteOnce"],
+        "resources": {"requests": {"storage": size}},
+    }
+    if storage_class is not None:
+        spec["storageClassName"] = storage_class
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": _metadata(
+            workspace_claim_name(name),
+            namespace,
+            identity_labels(
+                name=name, instance_id=instance_id, compute_instance_id=compute_instance_id, labels=labels
+            ),
+        ),
+        "spec": spec,
+    }
+
+
+# ---------------------------------------------------------------------------------------- workload
+
+
+def _container(
+    spec: ServiceSpec, *, gpu_count: int, gpu_resource_name: str, cpu: str | None, memory: str | None
+) -> dict[str, Any]:
+    env = [{"name": key, "value": value} for key, value in spec.env]
+    if gpu_count == 0 and all(key != "NVIDIA_VISIBLE_DEVICES" for key, _ in spec.env):
+        env.append({"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"})
+    resources: dict[str, str] = {"ephemeral-storage": spec.container_disk}
+    if cpu is not None:
+        resources["cpu"] = cpu
+    if memory is not None:
+        resources["memory"] = memory
+    if gpu_count > 0:
+        resources[gpu_resource_name] = str(gpu_count)
+    container: dict[str, Any] = {
+        "name": CONTAINER_NAME,
+        "image": spec.image,
+        "imagePullPolicy": PULL_POLICIES[spec.image_pull_policy],
+    }
+    if spec.command:
+        container["command"] = list(spec.command)
+    container["workingDir"] = spec.mount_path
+    if env:
+        container["env"] = env
+    if spec.ports:
+        container["ports"] = [
+            {"name": port.name, "containerPort": port.port, "protocol": port.protocol} for port in spec.ports
+        ]
+    container["resources"] = {"requests": dict(resources), "limits": dict(resources)}
+    container["volumeMounts"] = [
+        {"name": WORKSPACE_VOLUME, "mountPath": spec.mount_path},
+        {"name": SHM_VOLUME, "mountPath": "/dev/shm"},  # noqa: S108  # the container's own tmpfs
+    ]
+    tcp = next((port for port in spec.ports if port.protocol == "TCP"), None)
+    if tcp is not None:
+        container["readinessProbe"] = {
+            "tcpSocket": {"port": tcp.port},
+            "periodSeconds": 5,
+            "failureThreshold": 3,
+        }
+    return container
+
+
+def build_workload(
+    *,
+    spec: ServiceSpec,
+    name: str,
+    namespace: str,
+    instance_id: str,
+    compute_instance_id: str,
+    gpu_count: int,
+    gpu_resource_name: str,
+    labels: Mapping[str, str] = _NO_LABELS,
+    replicas: int = 1,
+    cpu: str | None = None,
+    memory: str | None = None,
+) -> dict[str, Any]:
+    """The service instance's Deployment: one replica when running, `replicas=0` when stopped.
+
+    `spec` must be resolved (no placeholders left); `gpu_count` GPUs of `gpu_resource_name` for a GPU
+    vendor, 0 for CPU. Raises ValueError for arguments that cannot make a valid Deployment.
+    """
+    _check_identity(name, namespace, instance_id, compute_instance_id)
+    left = find_placeholders(spec)
+    if left:
+        raise ValueError(f"the spec still has placeholders ({', '.join(sorted(left))}): resolve it first")
+    if isinstance(gpu_count, bool) or not isinstance(gpu_count, int) or gpu_count < 0:
+        raise ValueError(f"gpu_count must be a whole number of GPUs, 0 or more (not {gpu_count!r})")
+    if spec.vendor == "CPU" and gpu_count:
+        raise ValueError(f"a CPU service cannot request GPUs (gpu_count {gpu_count})")
+    if gpu_count and validation.label_key(gpu_resource_name) is not None:
+        raise ValueError(
+            f"gpu_resource_name {gpu_resource_name!r} is not a resource name like nvidia.com/gpu"
+        )
+    if replicas not in (0, 1):
+        raise ValueError(f"replicas must be 1 (running) or 0 (stopped), not {replicas!r}")
+    for what, value, check in (
+        ("cpu", cpu, validation.cpu_quantity),
+        ("memory", memory, validation.memory_quantity),
+    ):
+        if value is not None and (problem := check(value, allow_zero=False)) is not None:
+            raise ValueError(f"{what} {value!r} {problem}")
+    all_labels = identity_labels(
+        name=name, instance_id=instance_id, compute_instance_id=compute_instance_id, labels=labels
+    )
+    pod_spec: dict[str, Any] = {
+        "containers": [
+            _container(spec, gpu_count=gpu_count, gpu_resource_name=gpu_resource_name, cpu=cpu, memory=memory)
+        ],
+        "volumes": [
+            {"name": WORKSPACE_VOLUME, "persistentVolumeClaim": {"claimName": workspace_claim_name(name)}},
+            {"name": SHM_VOLUME, "emptyDir": {"medium": "Memory"}},
+        ],
+        "restartPolicy": "Always",
+        "enableServiceLinks": False,
+        "automountServiceAccountToken": False,
+        "securityContext": {"fsGroup": FS_GROUP, "fsGroupChangePolicy": "OnRootMismatch"},
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _metadata(name, namespace, all_labels),
+        "spec": {
+            "replicas": replicas,
+            "strategy": {"type": "Recreate"},
+            "revisionHistoryLimit": 2,
+            "progressDeadlineSeconds": PROGRESS_DEADLINE_SECONDS,
+            "selector": {"matchLabels": {SERVICE_LABEL: instance_id}},
+            "template": {"metadata": {"labels": dict(all_labels)}, "spec": pod_spec},
+        },
+    }
+
+
+# ---------------------------------------------------------------------------------------- service
+
+
+def build_service(
+    *,
+    spec: ServiceSpec,
+    name: str,
+    namespace: str,
+    instance_id: str,
+    compute_instance_id: str,
+    labels: Mapping[str, str] = _NO_LABELS,
+    service_type: ServiceType = "NodePort",
+) -> dict[str, Any] | None:
+    """The Service exposing the spec's ports (None when it has none). NodePort by default: the
+    connect links use the node ports; ClusterIP for clusters that expose services otherwise."""
+    _check_identity(name, namespace, instance_id, compute_instance_id)
+    if service_type not in ("ClusterIP", "NodePort"):
+        raise ValueError(f"service_type must be ClusterIP or NodePort, not {service_type!r}")
+    if not spec.ports:
+        return None
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _metadata(
+            service_name(name),
+            namespace,
+            identity_labels(
+                name=name, instance_id=instance_id, compute_instance_id=compute_instance_id, labels=labels
+            ),
+        ),
+        "spec": {
+            "type": service_type,
+            "selector": {SERVICE_LABEL: instance_id},
+            "ports": [
+                {"name": port.name, "port": port.port, "targetPort": port.port, "protocol": port.protocol}
+                for port in spec.ports
+            ],
+        },
+    }
+
+
+def build_objects(
+    *,
+    spec: ServiceSpec,
+    name: str,
+    namespace: str,
+    instance_id: str,
+    compute_instance_id: str,
+    gpu_count: int,
+    gpu_resource_name: str,
+    labels: Mapping[str, str] = _NO_LABELS,
+    replicas: int = 1,
+    cpu: str | None = None,
+    memory: str | None = None,
+    workspace_size: str = DEFAULT_WORKSPACE_SIZE,
+    storage_class: str | None = None,
+    service_type: ServiceType = "NodePort",
+) -> list[dict[str, Any]]:
+    """Every object of the service instance in apply order: workspace claim, Deployment, Service."""
+    workload = build_workload(
+        spec=spec,
+        name=name,
+        namespace=namespace,
+        instance_id=instance_id,
+        compute_instance_id=compute_instance_id,
+        gpu_count=gpu_count,
+        gpu_resource_name=gpu_resource_name,
+        labels=labels,
+        replicas=replicas,
+        cpu=cpu,
+        memory=memory,
+    )
+    claim = build_workspace_volume(
+        name=name,
+        namespace=namespace,
+        instance_id=instance_id,
+        compute_instance_id=compute_instance_id,
+        size=workspace_size,
+        storage_class=storage_class,
+        labels=labels,
+    )
+    service = build_service(
+        spec=spec,
+        name=name,
+        namespace=namespace,
+        instance_id=instance_id,
+        compute_instance_id=compute_instance_id,
+        labels=labels,
+        service_type=service_type,
+    )
+    return [claim, workload] if service is None else [claim, workload, service]

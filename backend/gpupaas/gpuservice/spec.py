@@ -1,0 +1,440 @@
+"""The spec of a container service, as an instance template holds it and a service instance copies it.
+
+The fields are GPUStack's (image, pull policy, start command, container disk, mount path, ports
+with access params, env, vendor). `check_spec` finds everything wrong with one, as (path, message)
+pairs whose paths use the API's camelCase field names: `("ports", 0, "port")`, `("env", 1, "key")`,
+`("containerDisk",)`. The rules are what Kubernetes accepts for a container, so that a spec that
+passes always makes a workload the API server takes.
+
+`spec_to_json` / `spec_from_json` convert to and from the API's shape (camelCase keys, key/value
+lists), which is also how the spec is stored.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from gpupaas.core import validation
+from gpupaas.gpuservice import placeholders
+
+__all__ = [
+    "MAX_ACCESS_PARAMS",
+    "MAX_COMMAND_ITEMS",
+    "MAX_COMMAND_ITEM_LENGTH",
+    "MAX_ENV",
+    "MAX_PORTS",
+    "PORT_NAME_MAX",
+    "PROTOCOLS",
+    "PULL_POLICIES",
+    "VENDORS",
+    "Port",
+    "Protocol",
+    "PullPolicy",
+    "ServiceSpec",
+    "Vendor",
+    "check_spec",
+    "spec_from_json",
+    "spec_to_json",
+]
+
+Vendor = Literal["NVIDIA", "AMD", "INTEL", "ASCEND", "CPU"]
+PullPolicy = Literal["ALWAYS", "IF_NOT_PRESENT", "NEVER"]
+Protocol = Literal["TCP", "UDP", "SCTP"]
+
+VENDORS: tuple[str, ...] = get_args(Vendor)
+PULL_POLICIES: tuple[str, ...] = get_args(PullPolicy)
+PROTOCOLS: tuple[str, ...] = get_args(Protocol)
+
+Path = tuple[str | int, ...]
+
+MAX_COMMAND_ITEMS = 64
+MAX_COMMAND_ITEM_LENGTH = 4096
+MAX_MOUNT_PATH_LENGTH = 1024
+MAX_PORTS = 32
+MAX_ACCESS_PARAMS = 16
+MAX_ACCESS_PARAM_KEY_LENGTH = 128
+MAX_ACCESS_PARAM_VALUE_LENGTH = 1024
+MAX_ENV = 256
+MAX_ENV_VALUE_LENGTH = 32 * 1024
+# Kubernetes container port names are IANA service names: at most 15 characters.
+PORT_NAME_MAX = 15
+
+# Mounting the workspace at or under these would hide what every image needs to run.
+_SYSTEM_DIRS = (
+    "/proc",
+    "/sys",
+    "/dev",
+    "/etc",
+    "/bin",
+    "/sbin",
+    "/usr",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/boot",
+    "/run",
+)
+# These themselves hold the image's packages (/var/lib/dpkg, /opt/conda); a directory below is fine.
+_WHOLE_DIRS = ("/var", "/opt")
+
+_ACCESS_PARAM_KEY_RE = re.compile(r"[A-Za-z0-9_.-]+", re.ASCII)
+_PORT_NAME_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", re.ASCII)
+
+
+@dataclass(frozen=True)
+class Port:
+    """A container port; its access params become the query string of its connect link."""
+
+    name: str
+    port: int
+    protocol: Protocol = "TCP"
+    access_params: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    vendor: Vendor
+    image: str
+    image_pull_policy: PullPolicy = "IF_NOT_PRESENT"
+    command: tuple[str, ...] = ()
+    container_disk: str = "15Gi"
+    mount_path: str = "/workspace"
+    ports: tuple[Port, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+
+
+# ---------------------------------------------------------------------------------------- checking
+
+
+def _one_of(value: str, allowed: tuple[str, ...]) -> str | None:
+    if value in allowed:
+        return None
+    return f'must be one of {", ".join(allowed)} (not "{value}")'
+
+
+def _control_char(value: str) -> str | None:
+    for c in value:
+        if ord(c) < 0x20 or ord(c) == 0x7F:
+            return f"U+{ord(c):04X}"
+    return None
+
+
+def mount_path_problem(path: str) -> str | None:
+    """The mount path of the workspace: an absolute, normalized directory outside the system's."""
+    if not path:
+        return 'must not be empty: give an absolute path like "/workspace"'
+    if len(path) > MAX_MOUNT_PATH_LENGTH:
+        return f"must be at most {MAX_MOUNT_PATH_LENGTH} characters (it has {len(path)})"
+    bad = _control_char(path)
+    if bad is not None:
+        return f"must not contain control characters ({bad} found)"
+    if not path.startswith("/"):
+        return f'must be an absolute path starting with "/", like "/{path.lstrip("./") or "workspace"}"'
+    parts = path.split("/")
+    if ".." in parts:
+        return 'must not contain ".." (give the directory itself, like "/workspace")'
+    normalized = "/" + "/".join(part for part in parts if part not in ("", "."))
+    if normalized == "/":
+        return 'must not be "/": the workspace would hide the whole image; use a directory like "/workspace"'
+    if normalized != path:
+        return f'must be a normalized path (no "//", "/./" or "/" at the end): did you mean "{normalized}"?'
+    for system_dir in _SYSTEM_DIRS:
+        if path == system_dir or path.startswith(system_dir + "/"):
+            return (
+                f"must not be {system_dir} or a directory under it: the workspace would hide system files "
+                'the container needs; use a directory like "/workspace"'
+            )
+    if path in _WHOLE_DIRS:
+        return (
+            f"must not be {path} itself: the workspace would hide the image's files there; use a "
+            f'directory below it like "{path}/workspace", or "/workspace"'
+        )
+    return None
+
+
+def port_name_problem(name: str) -> str | None:
+    """A Kubernetes container port name (an IANA service name): ``http``, ``jupyter``."""
+    if not name:
+        return "must not be empty"
+    if len(name) > PORT_NAME_MAX:
+        return (
+            f"must be at most {PORT_NAME_MAX} characters, the limit of Kubernetes port names "
+            f"(it has {len(name)})"
+        )
+    if not _PORT_NAME_RE.fullmatch(name):
+        rule = (
+            'must consist of lowercase letters, digits and "-", starting and ending with a letter or '
+            'digit, like "http" or "jupyter"'
+        )
+        lowered = name.lower()
+        if lowered != name and _PORT_NAME_RE.fullmatch(lowered):
+            return f'{rule}: did you mean "{lowered}"?'
+        return rule
+    if "--" in name:
+        return 'must not contain "--"'
+    if not any(c.isalpha() for c in name):
+        return 'must contain at least one letter, like "http" or "p8888"'
+    return None
+
+
+def _text_field(
+    problems: list[tuple[Path, str]], path: Path, value: str, message: str | None, *, placeholders_ok: bool
+) -> None:
+    """Reports a field's problem; outside the placeholder fields a placeholder is the problem."""
+    if not placeholders_ok:
+        misplaced = placeholders.misplaced(value)
+        if misplaced is not None:
+            problems.append((path, misplaced))
+            return
+    if message is not None:
+        problems.append((path, message))
+
+
+def _check_command(spec: ServiceSpec, problems: list[tuple[Path, str]]) -> None:
+    if len(spec.command) > MAX_COMMAND_ITEMS:
+        problems.append(
+            (("command",), f"must have at most {MAX_COMMAND_ITEMS} items (it has {len(spec.command)})")
+        )
+        return
+    for index, item in enumerate(spec.command):
+        path: Path = ("command", index)
+        if not item:
+            problems.append((path, "must not be empty: remove the item or give it a value"))
+        elif len(item) > MAX_COMMAND_ITEM_LENGTH:
+            problems.append(
+                (path, f"must be at most {MAX_COMMAND_ITEM_LENGTH} characters (it has {len(item)})")
+            )
+        elif "\0" in item:
+            problems.append((path, "must not contain a NUL character (U+0000)"))
+
+
+def _check_ports(spec: ServiceSpec, problems: list[tuple[Path, str]]) -> None:
+    if len(spec.ports) > MAX_PORTS:
+        problems.append((("ports",), f"must have at most {MAX_PORTS} ports (it has {len(spec.ports)})"))
+        return
+    names: dict[str, int] = {}
+    numbers: dict[tuple[int, str], str] = {}
+    for index, port in enumerate(spec.ports):
+        base: Path = ("ports", index)
+        name_problem = port_name_problem(port.name)
+        if name_problem is None and port.name in names:
+            name_problem = f'duplicate port name "{port.name}": each port needs a name of its own'
+        _text_field(problems, (*base, "name"), port.name, name_problem, placeholders_ok=False)
+        names.setdefault(port.name, index)
+        protocol_problem = _one_of(port.protocol, PROTOCOLS)
+        if protocol_problem is not None:
+            problems.append(((*base, "protocol"), protocol_problem))
+        if isinstance(port.port, bool) or not isinstance(port.port, int) or not 1 <= port.port <= 65535:
+            problems.append(((*base, "port"), f"must be a port number from 1 to 65535 (not {port.port!r})"))
+        elif (port.port, port.protocol) in numbers:
+            other = numbers[(port.port, port.protocol)]
+            problems.append(((*base, "port"), f'{port.port}/{port.protocol} is already exposed as "{other}"'))
+        else:
+            numbers[(port.port, port.protocol)] = port.name
+        _check_access_params(port, base, problems)
+
+
+def _check_access_params(port: Port, base: Path, problems: list[tuple[Path, str]]) -> None:
+    if len(port.access_params) > MAX_ACCESS_PARAMS:
+        problems.append(
+            (
+                (*base, "accessParams"),
+                f"must have at most {MAX_ACCESS_PARAMS} access params (it has {len(port.access_params)})",
+            )
+        )
+        return
+    keys: set[str] = set()
+    for index, (key, value) in enumerate(port.access_params):
+        path: Path = (*base, "accessParams", index)
+        key_problem: str | None = None
+        if not key:
+            key_problem = 'must not be empty: give the query parameter\'s name, like "token"'
+        elif len(key) > MAX_ACCESS_PARAM_KEY_LENGTH:
+            key_problem = f"must be at most {MAX_ACCESS_PARAM_KEY_LENGTH} characters (it has {len(key)})"
+        elif not _ACCESS_PARAM_KEY_RE.fullmatch(key):
+            key_problem = 'must consist of letters, digits, "_", "." and "-", like "token"'
+        elif key in keys:
+            key_problem = f'duplicate access param "{key}"'
+        keys.add(key)
+        _text_field(problems, (*path, "key"), key, key_problem, placeholders_ok=False)
+        if len(value) > MAX_ACCESS_PARAM_VALUE_LENGTH:
+            problems.append(
+                (
+                    (*path, "value"),
+                    f"must be at most {MAX_ACCESS_PARAM_VALUE_LENGTH} characters (it has {len(value)})",
+                )
+            )
+
+
+def _check_env(spec: ServiceSpec, problems: list[tuple[Path, str]]) -> None:
+    if len(spec.env) > MAX_ENV:
+        problems.append((("env",), f"must have at most {MAX_ENV} variables (it has {len(spec.env)})"))
+        return
+    seen: set[str] = set()
+    for index, (key, value) in enumerate(spec.env):
+        key_problem = validation.env_var_name(key)
+        if key_problem is None and key in seen:
+            key_problem = f'duplicate variable "{key}": each variable may be set once'
+        seen.add(key)
+        _text_field(problems, ("env", index, "key"), key, key_problem, placeholders_ok=False)
+        if len(value) > MAX_ENV_VALUE_LENGTH:
+            problems.append(
+                (
+                    ("env", index, "value"),
+                    f"must be at most {MAX_ENV_VALUE_LENGTH} characters (it has {len(value)})",
+                )
+            )
+        elif "\0" in value:
+            problems.append((("env", index, "value"), "must not contain a NUL character (U+0000)"))
+
+
+def check_spec(spec: ServiceSpec) -> list[tuple[Path, str]]:
+    """Everything wrong with a spec, as (field path, message) pairs; empty when it is sound."""
+    problems: list[tuple[Path, str]] = []
+    vendor_problem = _one_of(spec.vendor, VENDORS)
+    if vendor_problem is not None:
+        problems.append((("vendor",), vendor_problem))
+    _text_field(
+        problems, ("image",), spec.image, validation.image_reference(spec.image), placeholders_ok=False
+    )
+    policy_problem = _one_of(spec.image_pull_policy, PULL_POLICIES)
+    if policy_problem is not None:
+        problems.append((("imagePullPolicy",), policy_problem))
+    _check_command(spec, problems)
+    _text_field(
+        problems,
+        ("containerDisk",),
+        spec.container_disk,
+        validation.memory_quantity(spec.container_disk, allow_zero=False),
+        placeholders_ok=False,
+    )
+    _text_field(
+        problems, ("mountPath",), spec.mount_path, mount_path_problem(spec.mount_path), placeholders_ok=False
+    )
+    _check_ports(spec, problems)
+    _check_env(spec, problems)
+    reported = {path for path, _ in problems}
+    problems.extend(
+        (path, message) for path, message in placeholders.unknown_placeholders(spec) if path not in reported
+    )
+    return sorted(problems, key=lambda problem: _path_order(problem[0]))
+
+
+_FIELD_ORDER = (
+    "vendor",
+    "image",
+    "imagePullPolicy",
+    "command",
+    "containerDisk",
+    "mountPath",
+    "ports",
+    "env",
+)
+
+
+def _path_order(path: Path) -> tuple[tuple[int, str], ...]:
+    head, *rest = path
+    first = (_FIELD_ORDER.index(str(head)) if head in _FIELD_ORDER else len(_FIELD_ORDER), "")
+    return (first, *((part, "") if isinstance(part, int) else (0, part) for part in rest))
+
+
+# ---------------------------------------------------------------------------------------- JSON
+
+
+def spec_to_json(spec: ServiceSpec) -> dict[str, Any]:
+    """The spec in the API's shape (camelCase keys, key/value lists), which is also how it is stored."""
+    return {
+        "vendor": spec.vendor,
+        "image": spec.image,
+        "imagePullPolicy": spec.image_pull_policy,
+        "command": list(spec.command),
+        "containerDisk": spec.container_disk,
+        "mountPath": spec.mount_path,
+        "ports": [
+            {
+                "name": port.name,
+                "port": port.port,
+                "protocol": port.protocol,
+                "accessParams": [{"key": key, "value": value} for key, value in port.access_params],
+            }
+            for port in spec.ports
+        ],
+        "env": [{"key": key, "value": value} for key, value in spec.env],
+    }
+
+
+def _where(path: Path) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text
+
+
+def _get(data: Mapping[str, Any], key: str, path: Path, kind: type, default: Any) -> Any:
+    value = data.get(key)
+    if value is None:
+        if default is _REQUIRED:
+            raise ValueError(f"{_where((*path, key))}: is required")
+        return default
+    if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
+        raise ValueError(f"{_where((*path, key))}: must be {_KIND_NAMES[kind]}, not {type(value).__name__}")
+    return value
+
+
+_REQUIRED = object()
+_KIND_NAMES = {str: "a string", int: "an integer", list: "a list", dict: "an object"}
+
+
+def _strings(data: Mapping[str, Any], key: str, path: Path) -> tuple[str, ...]:
+    items = _get(data, key, path, list, [])
+    for index, item in enumerate(items):
+        if not isinstance(item, str):
+            raise ValueError(f"{_where((*path, key, index))}: must be a string, not {type(item).__name__}")
+    return tuple(items)
+
+
+def _key_values(data: Mapping[str, Any], key: str, path: Path) -> tuple[tuple[str, str], ...]:
+    pairs: list[tuple[str, str]] = []
+    for index, item in enumerate(_get(data, key, path, list, [])):
+        where: Path = (*path, key, index)
+        if not isinstance(item, dict):
+            raise ValueError(f"{_where(where)}: must be an object with key and value")
+        pairs.append((_get(item, "key", where, str, _REQUIRED), _get(item, "value", where, str, "")))
+    return tuple(pairs)
+
+
+def spec_from_json(data: Mapping[str, Any]) -> ServiceSpec:
+    """A spec from the API's shape. Optional fields missing or null take their defaults.
+
+    Raises ValueError naming the field when a value has the wrong type; the values themselves are
+    `check_spec`'s business.
+    """
+    if not isinstance(data, Mapping):
+        raise ValueError(f"a spec must be an object, not {type(data).__name__}")
+    ports: list[Port] = []
+    for index, item in enumerate(_get(data, "ports", (), list, [])):
+        where: Path = ("ports", index)
+        if not isinstance(item, dict):
+            raise ValueError(f"{_where(where)}: must be an object with name, port and protocol")
+        ports.append(
+            Port(
+                name=_get(item, "name", where, str, _REQUIRED),
+                port=_get(item, "port", where, int, _REQUIRED),
+                protocol=_get(item, "protocol", where, str, "TCP"),
+                access_params=_key_values(item, "accessParams", where),
+            )
+        )
+    return ServiceSpec(
+        vendor=_get(data, "vendor", (), str, _REQUIRED),
+        image=_get(data, "image", (), str, _REQUIRED),
+        image_pull_policy=_get(data, "imagePullPolicy", (), str, "IF_NOT_PRESENT"),
+        command=_strings(data, "command", ()),
+        container_disk=_get(data, "containerDisk", (), str, "15Gi"),
+        mount_path=_get(data, "mountPath", (), str, "/workspace"),
+        ports=tuple(ports),
+        env=_key_values(data, "env", ()),
+    )
