@@ -252,25 +252,37 @@ class Server:
             stop_process(self.process, signal.SIGTERM)
 
     async def cli(self, *args: str, stdin: str | None = None, timeout: float = 60.0) -> str:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "gpupaas.cli",
-            *args,
-            env=self.env,
-            cwd=self.workdir,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        try:
-            out, err = await asyncio.wait_for(process.communicate(stdin.encode() if stdin else None), timeout)
-        except TimeoutError:
-            process.kill()
-            await process.wait()
-            raise BenchError(f"gpupaas {args[0]} took more than {timeout}s") from None
+        """Runs a `gpupaas` command against the server's database; its stdout. Its stderr goes to
+        cli.log; one that hangs dumps its threads' stacks there (faulthandler, SIGABRT)."""
+        log = self.workdir / "cli.log"
+        with log.open("ab") as errors:
+            errors.write(f"$ gpupaas {' '.join(args)}\n".encode())
+            errors.flush()
+            process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "gpupaas.cli",
+                *args,
+                env={**self.env, "PYTHONFAULTHANDLER": "1"},
+                cwd=self.workdir,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=errors,
+            )
+            try:
+                out, _ = await asyncio.wait_for(
+                    process.communicate(stdin.encode() if stdin else None), timeout
+                )
+            except TimeoutError:
+                process.send_signal(signal.SIGABRT)
+                try:
+                    await asyncio.wait_for(process.wait(), 5)
+                except TimeoutError:
+                    process.kill()
+                    await process.wait()
+                raise BenchError(f"gpupaas {args[0]} took more than {timeout}s:\n{tail(log)}") from None
         if process.returncode != 0:
-            raise BenchError(f"gpupaas {' '.join(args)} failed: {err.decode(errors='replace')}")
+            raise BenchError(f"gpupaas {' '.join(args)} failed:\n{tail(log)}")
         return out.decode().strip()
 
 
