@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
+
+N = TypeVar("N", int, float)
 
 
 class SettingsError(ValueError):
@@ -33,17 +36,27 @@ def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
     raise SettingsError(f"{name}={raw!r}: expected one of true/false, 1/0, yes/no, on/off")
 
 
-def _int(env: Mapping[str, str], name: str, default: int, *, minimum: int = 0) -> int:
+def _number(
+    env: Mapping[str, str], name: str, default: N, minimum: N, parse: Callable[[str], N], what: str
+) -> N:
     raw = env.get(name)
     if raw is None or raw.strip() == "":
         return default
     try:
-        value = int(raw.strip())
+        value = parse(raw.strip())
     except ValueError:
-        raise SettingsError(f"{name}={raw!r}: expected a whole number") from None
-    if value < minimum:
+        raise SettingsError(f"{name}={raw!r}: expected {what}") from None
+    if not value >= minimum:  # also refuses nan
         raise SettingsError(f"{name}={raw!r}: must be at least {minimum}")
     return value
+
+
+def _int(env: Mapping[str, str], name: str, default: int, *, minimum: int = 0) -> int:
+    return _number(env, name, default, minimum, int, "a whole number")
+
+
+def _float(env: Mapping[str, str], name: str, default: float, *, minimum: float = 0.0) -> float:
+    return _number(env, name, default, minimum, float, "a number")
 
 
 def _database_url(env: Mapping[str, str]) -> str:
@@ -84,19 +97,6 @@ def _secret_key(env: Mapping[str, str], database_url: str) -> str:
     key_file.touch(mode=0o600)
     key_file.write_text(key)
     return key
-
-
-def _float(env: Mapping[str, str], name: str, default: float, *, minimum: float = 0.0) -> float:
-    raw = env.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        value = float(raw.strip())
-    except ValueError:
-        raise SettingsError(f"{name}={raw!r}: expected a number") from None
-    if not value >= minimum:  # also refuses nan
-        raise SettingsError(f"{name}={raw!r}: must be at least {minimum}")
-    return value
 
 
 def _file(env: Mapping[str, str], name: str) -> str | None:
