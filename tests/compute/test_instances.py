@@ -417,3 +417,26 @@ async def test_drift_fails_a_deployed_instance_and_recovery_restores_it(
     await ComputeInstance.filter(id=instance.id).update(status=DeploymentStatus.FAILED, drifted=False)
     assert not await compute.report_drift(str(instance.id), False, None)
     assert (await ComputeInstance.get(id=instance.id)).status == DeploymentStatus.FAILED
+
+
+async def test_the_list_runs_a_fixed_number_of_queries(
+    db: Database, gql: GraphQLClient, count_queries: Any
+) -> None:
+    alice, project, profile = await _world()
+    await gql.data("{ me { username } }", token=alice.token)  # records the token's first use
+
+    async def count() -> int:
+        count_queries.statements.clear()
+        await gql.data(
+            '{ computeInstances(project: "ml", first: 100) { edges { node { name outdated profile { name } '
+            "project { name } runs { status } sharing { mode projects { name } } cluster { name } } } } }",
+            token=alice.token,
+        )
+        return len(count_queries.statements)
+
+    for i in range(2):
+        await make_instance(project, profile, name=f"a-{i}", deploy=True)
+    small = await count()
+    for i in range(8):
+        await make_instance(project, profile, name=f"b-{i}", deploy=True)
+    assert await count() == small
