@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from gpupaas.catalog.service import sync_builtin_templates
 from gpupaas.clusters.service import ensure_default_cluster
+from gpupaas.gpuservice.service import sync_builtin_instance_templates
 
 
 async def seed() -> None:
     await sync_builtin_templates()
+    await sync_builtin_instance_templates()
     await ensure_default_cluster()

@@ -18,6 +18,7 @@ MODEL_MODULES = [
     "gpupaas.clusters.models",
     "gpupaas.compute.models",
     "gpupaas.events.models",
+    "gpupaas.gpuservice.models",
     "gpupaas.provisioning.models",
 ]
 

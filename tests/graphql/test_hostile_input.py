@@ -167,7 +167,46 @@ def operations(ids: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
             "mutation($id: ID!, $p: [String!]) { setComputeInstanceSharing(id: $id, sharing: {mode: SELECTED_PROJECTS, projects: $p}) { userErrors { code } } }",
             {"id": ids["instance"], "p": ["other"]},
         ),
+        (
+            "query($p: String!, $s: String, $v: Vendor) { instanceTemplates(project: $p, search: $s, vendor: $v) { name } }",
+            {"p": "ml", "s": "x", "v": "CPU"},
+        ),
+        ("query($id: ID!) { instanceTemplate(id: $id) { name } }", {"id": ids["instance_template"]}),
+        (
+            "mutation($input: CreateInstanceTemplateInput!) { createInstanceTemplate(input: $input) { userErrors { code } } }",
+            {"input": {"project": "ml", "name": "it9", **INSTANCE_TEMPLATE}},
+        ),
+        (
+            "mutation($input: CreateInstanceTemplateInput!) { createInstanceTemplate(input: $input) { userErrors { code } } }",
+            {"input": {"name": "global9", "vendor": "CPU", "image": "ubuntu"}},
+        ),
+        (
+            "mutation($input: UpdateInstanceTemplateInput!) { updateInstanceTemplate(input: $input) { userErrors { code } } }",
+            {"input": {"id": ids["instance_template"], "name": "it1", **INSTANCE_TEMPLATE}},
+        ),
+        ("mutation($id: ID!) { deleteInstanceTemplate(id: $id) { userErrors { code } } }", {"id": "x"}),
     ]
+
+
+INSTANCE_TEMPLATE = {
+    "displayName": "T",
+    "description": "d",
+    "vendor": "NVIDIA",
+    "image": "ubuntu:24.04",
+    "imagePullPolicy": "ALWAYS",
+    "command": ["run", "--token={{generated_token}}"],
+    "containerDisk": "15Gi",
+    "mountPath": "/workspace",
+    "ports": [
+        {
+            "name": "http",
+            "port": 80,
+            "protocol": "TCP",
+            "accessParams": [{"key": "t", "value": "{{generated_token}}"}],
+        }
+    ],
+    "env": [{"key": "K", "value": "v"}],
+}
 
 
 def string_paths(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
@@ -204,6 +243,7 @@ async def test_hostile_text_in_every_string_argument(db: object, gql: GraphQLCli
         "version": str(version.id),
         "profile": str(profile.id),
         "instance": str(instance.id),
+        "instance_template": await _instance_template(),
     }
     failures = []
     for query, variables in operations(ids):
@@ -214,6 +254,15 @@ async def test_hostile_text_in_every_string_argument(db: object, gql: GraphQLCli
                 if response.status_code != 200 or '"INTERNAL"' in body or "Traceback" in body:
                     failures.append((query[:60], path, text[:10], response.status_code, body[:300]))
     assert failures == []
+
+
+async def _instance_template() -> str:
+    from gpupaas.catalog.models import Vendor
+    from gpupaas.gpuservice import service as gpuservice
+    from tests.factories import platform_actor
+
+    data = gpuservice.TemplateIn(name="it1", vendor=Vendor.CPU, image="ubuntu")
+    return str((await gpuservice.create_template(await platform_actor(), "ml", data)).id)
 
 
 async def test_nul_in_a_string_literal_is_refused(db: object, gql: GraphQLClient) -> None:

@@ -47,6 +47,10 @@ class World:
     deletable_instances: list[str] | None = None
     cluster: str = ""
     spare_clusters: list[str] | None = None
+    instance_template: str = ""
+    global_instance_template: str = ""
+    spare_instance_templates: list[str] | None = None
+    spare_global_instance_templates: list[str] | None = None
 
 
 @dataclass
@@ -262,6 +266,78 @@ OPS += [
 ]
 
 
+OPS += [
+    Op("instanceTemplates", '{ instanceTemplates(project: "ml") { name } }', lambda w: {}, READ),
+    Op(
+        "instanceTemplate",
+        "query($id: ID!) { instanceTemplate(id: $id) { name } }",
+        lambda w: {"id": w.instance_template},
+        READ,
+    ),
+    Op(  # global templates: every signed-in user reads them
+        "instanceTemplate",
+        "query($id: ID!) { instanceTemplate(id: $id) { name } }",
+        lambda w: {"id": w.global_instance_template},
+        SELF,
+    ),
+    Op(
+        "createInstanceTemplate",
+        'mutation($n: String!) { createInstanceTemplate(input: {project: "ml", name: $n, vendor: CPU, image: "ubuntu"}) { instanceTemplate { id } userErrors { code message } } }',
+        lambda w: {"n": _uniq("it")},
+        WRITE,
+    ),
+    Op(  # global templates: platform admins only
+        "createInstanceTemplate",
+        'mutation($n: String!) { createInstanceTemplate(input: {name: $n, vendor: CPU, image: "ubuntu"}) { instanceTemplate { id } userErrors { code message } } }',
+        lambda w: {"n": _uniq("git")},
+        PLATFORM,
+    ),
+    Op(
+        "updateInstanceTemplate",
+        'mutation($id: ID!) { updateInstanceTemplate(input: {id: $id, displayName: "X"}) { instanceTemplate { id } userErrors { code message } } }',
+        lambda w: {"id": w.instance_template},
+        WRITE,
+    ),
+    Op(
+        "updateInstanceTemplate",
+        'mutation($id: ID!) { updateInstanceTemplate(input: {id: $id, displayName: "X"}) { instanceTemplate { id } userErrors { code message } } }',
+        lambda w: {"id": w.global_instance_template},
+        PLATFORM,
+    ),
+    Op(
+        "deleteInstanceTemplate",
+        "mutation($id: ID!) { deleteInstanceTemplate(id: $id) { deletedId userErrors { code } } }",
+        lambda w: {"id": (w.spare_instance_templates or []).pop()},
+        WRITE,
+    ),
+    Op(
+        "deleteInstanceTemplate",
+        "mutation($id: ID!) { deleteInstanceTemplate(id: $id) { deletedId userErrors { code } } }",
+        lambda w: {"id": (w.spare_global_instance_templates or []).pop()},
+        PLATFORM,
+    ),
+]
+
+
+async def _instance_templates(world: World) -> None:
+    """A template of "ml" and a global one, and spares of each to delete."""
+    from gpupaas.catalog.models import Vendor
+    from gpupaas.gpuservice import service as gpuservice
+    from tests.factories import platform_actor
+
+    root = await platform_actor()
+
+    async def made(project: str | None) -> list[str]:
+        ids = []
+        for _ in range(len(ROLES) + 1):
+            data = gpuservice.TemplateIn(name=_uniq("it"), vendor=Vendor.CPU, image="ubuntu")
+            ids.append(str((await gpuservice.create_template(root, project, data)).id))
+        return ids
+
+    world.instance_template, *world.spare_instance_templates = await made("ml")
+    world.global_instance_template, *world.spare_global_instance_templates = await made(None)
+
+
 def outcome(body: dict[str, Any], field: str) -> str:
     if body.get("errors"):
         return str(body["errors"][0].get("extensions", {}).get("code"))
@@ -313,6 +389,7 @@ async def _world() -> tuple[World, dict[str, str | None]]:
         spare_profiles=spare_profiles,
         admin_token_id=str(spare_token.id),
     )
+    await _instance_templates(world)
     tokens: dict[str, str | None] = {
         "anonymous": None,
         "outsider": outsider.token,

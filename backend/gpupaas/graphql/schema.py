@@ -19,12 +19,15 @@ from gpupaas.accounts.graphql import AccountsMutation, AccountsQuery
 from gpupaas.catalog.graphql import CatalogMutation, CatalogQuery
 from gpupaas.clusters.graphql import ClustersMutation, ClustersQuery
 from gpupaas.compute.graphql import ComputeMutation, ComputeQuery, ComputeSubscription
+from gpupaas.gpuservice.graphql import GpuServiceMutation, GpuServiceQuery
 from gpupaas.graphql.extensions import ErrorPolicy, TextGuard
 from gpupaas.settings import Settings
 from graphql import GraphQLError
 
-Query = merge_types("Query", (AccountsQuery, CatalogQuery, ComputeQuery, ClustersQuery))
-Mutation = merge_types("Mutation", (AccountsMutation, CatalogMutation, ComputeMutation, ClustersMutation))
+Query = merge_types("Query", (AccountsQuery, CatalogQuery, ComputeQuery, ClustersQuery, GpuServiceQuery))
+Mutation = merge_types(
+    "Mutation", (AccountsMutation, CatalogMutation, ComputeMutation, ClustersMutation, GpuServiceMutation)
+)
 Subscription = merge_types("Subscription", (ComputeSubscription,))
 
 

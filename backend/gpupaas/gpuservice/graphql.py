@@ -1,0 +1,222 @@
+"""GraphQL for instance templates. Thin: every rule lives in `gpuservice.service`."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import strawberry
+
+from gpupaas.accounts.graphql import ProjectType
+from gpupaas.catalog.models import Vendor
+from gpupaas.gpuservice import service
+from gpupaas.gpuservice.models import ImagePullPolicy, InstanceTemplate, Protocol
+from gpupaas.gpuservice.spec import Port
+from gpupaas.graphql.common import (
+    DeletePayload,
+    KeyValue,
+    KeyValueInput,
+    UserError,
+    attempt,
+    delete_payload,
+    pairs_in,
+)
+from gpupaas.graphql.context import Info
+
+ImagePullPolicyEnum = strawberry.enum(ImagePullPolicy, name="ImagePullPolicy")
+ProtocolEnum = strawberry.enum(Protocol, name="Protocol")
+
+
+@strawberry.type(
+    description="A port of the container. `accessParams` values may hold {{generated_token}}; they become "
+    "the query string of the port's connect link."
+)
+class ContainerPort:
+    name: str
+    port: int
+    protocol: Protocol
+    access_params: list[KeyValue]
+
+
+@strawberry.input
+class ContainerPortInput:
+    name: str
+    port: int
+    protocol: Protocol | None = None
+    access_params: list[KeyValueInput] | None = None
+
+    def to_service(self) -> Port:
+        return Port(
+            name=self.name,
+            port=self.port,
+            protocol=Protocol(self.protocol or Protocol.TCP).value,
+            access_params=tuple(pairs_in(self.access_params) or ()),
+        )
+
+
+@strawberry.type(name="InstanceTemplate")
+class InstanceTemplateType:
+    id: strawberry.ID
+    name: str
+    display_name: str
+    description: str | None
+    vendor: Vendor
+    image: str
+    image_pull_policy: ImagePullPolicy
+    command: list[str] = strawberry.field(
+        description="Replaces the image's entrypoint when not empty; may hold {{generated_token}}."
+    )
+    container_disk: str = strawberry.field(description='A quantity, like "15Gi".')
+    mount_path: str = strawberry.field(description="Where the workspace volume is mounted.")
+    ports: list[ContainerPort]
+    env: list[KeyValue]
+    built_in: bool = strawberry.field(
+        description="Shipped with gpupaas (global); platform admins may edit it but not delete it."
+    )
+    created_at: datetime
+    updated_at: datetime
+    _model: strawberry.Private[InstanceTemplate]
+
+    @strawberry.field(description="Null: a global template, written by platform admins only.")
+    async def project(self, info: Info) -> ProjectType | None:
+        owner = await info.context.loaders.project.load(self._model.project_id)  # type: ignore[attr-defined]
+        assert owner is not None  # a foreign key: the row exists
+        return None if service.is_global(owner) else ProjectType.of(owner)
+
+    @classmethod
+    def of(cls, template: InstanceTemplate) -> InstanceTemplateType:
+        return cls(
+            id=strawberry.ID(str(template.id)),
+            name=template.name,
+            display_name=template.display_name,
+            description=template.description,
+            vendor=Vendor(template.vendor),
+            image=template.image,
+            image_pull_policy=ImagePullPolicy(template.image_pull_policy),
+            command=list(template.command),
+            container_disk=template.container_disk,
+            mount_path=template.mount_path,
+            ports=[
+                ContainerPort(
+                    name=port["name"],
+                    port=port["port"],
+                    protocol=Protocol(port.get("protocol") or Protocol.TCP),
+                    access_params=[
+                        KeyValue(key=p["key"], value=p["value"]) for p in port.get("accessParams") or []
+                    ],
+                )
+                for port in template.ports
+            ],
+            env=[KeyValue(key=e["key"], value=e["value"]) for e in template.env],
+            built_in=template.built_in,
+            created_at=template.created_at,
+            updated_at=template.updated_at,
+            _model=template,
+        )
+
+
+@strawberry.input(description="`project` null (left out): a global template, for platform admins only.")
+class CreateInstanceTemplateInput:
+    project: str | None = None
+    name: str
+    display_name: str | None = strawberry.field(default=None, description="Defaults to the name.")
+    description: str | None = None
+    vendor: Vendor
+    image: str
+    image_pull_policy: ImagePullPolicy | None = strawberry.field(
+        default=None, description="Defaults to IF_NOT_PRESENT."
+    )
+    command: list[str] | None = None
+    container_disk: str | None = strawberry.field(default=None, description='Defaults to "15Gi".')
+    mount_path: str | None = strawberry.field(default=None, description='Defaults to "/workspace".')
+    ports: list[ContainerPortInput] | None = None
+    env: list[KeyValueInput] | None = None
+
+
+@strawberry.input(
+    description="Fields left out stay as they are; lists given replace the old ones. `name` may be given "
+    "only with its current value: another value is an IMMUTABLE error."
+)
+class UpdateInstanceTemplateInput:
+    id: strawberry.ID
+    name: str | None = None
+    display_name: str | None = None
+    description: str | None = None
+    vendor: Vendor | None = None
+    image: str | None = None
+    image_pull_policy: ImagePullPolicy | None = None
+    command: list[str] | None = None
+    container_disk: str | None = None
+    mount_path: str | None = None
+    ports: list[ContainerPortInput] | None = None
+    env: list[KeyValueInput] | None = None
+
+
+@strawberry.type
+class InstanceTemplatePayload:
+    instance_template: InstanceTemplateType | None
+    user_errors: list[UserError]
+
+
+def _template_in(data: CreateInstanceTemplateInput | UpdateInstanceTemplateInput) -> service.TemplateIn:
+    return service.TemplateIn(
+        name=data.name,
+        display_name=data.display_name,
+        description=data.description,
+        vendor=data.vendor,
+        image=data.image,
+        image_pull_policy=data.image_pull_policy,
+        command=data.command,
+        container_disk=data.container_disk,
+        mount_path=data.mount_path,
+        ports=None if data.ports is None else [p.to_service() for p in data.ports],
+        env=pairs_in(data.env),
+    )
+
+
+def _payload(template: InstanceTemplate | None, errors: list[UserError]) -> InstanceTemplatePayload:
+    return InstanceTemplatePayload(
+        instance_template=InstanceTemplateType.of(template) if template else None, user_errors=errors
+    )
+
+
+@strawberry.type
+class GpuServiceQuery:
+    @strawberry.field(
+        description="Global templates and the project's own; search matches name and display name. "
+        "Built-in ones first, then by name."
+    )
+    async def instance_templates(
+        self, info: Info, project: str, search: str | None = None, vendor: Vendor | None = None
+    ) -> list[InstanceTemplateType]:
+        rows = await service.list_templates(info.context.actor, project, search, vendor)
+        return [InstanceTemplateType.of(t) for t in rows]
+
+    @strawberry.field
+    async def instance_template(self, info: Info, id: strawberry.ID) -> InstanceTemplateType | None:
+        template = await service.get_template(info.context.actor, id)
+        return InstanceTemplateType.of(template) if template else None
+
+
+@strawberry.type
+class GpuServiceMutation:
+    @strawberry.mutation
+    async def create_instance_template(
+        self, info: Info, input: CreateInstanceTemplateInput
+    ) -> InstanceTemplatePayload:
+        return _payload(
+            *await attempt(service.create_template(info.context.actor, input.project, _template_in(input)))
+        )
+
+    @strawberry.mutation
+    async def update_instance_template(
+        self, info: Info, input: UpdateInstanceTemplateInput
+    ) -> InstanceTemplatePayload:
+        return _payload(
+            *await attempt(service.update_template(info.context.actor, input.id, _template_in(input)))
+        )
+
+    @strawberry.mutation(
+        description="Built-in templates cannot be deleted (INVALID_STATE): edit them instead."
+    )
+    async def delete_instance_template(self, info: Info, id: strawberry.ID) -> DeletePayload:
+        return await delete_payload(service.delete_template(info.context.actor, id))

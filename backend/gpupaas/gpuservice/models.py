@@ -1,0 +1,87 @@
+"""Instance templates: the spec of a container service (GPUStack-style), global or per project.
+
+A global template (the API's `project: null`) is stored in the system project, the one that also
+holds the built-in environment templates: the unique (project, name) constraint then keeps names
+unique per scope on every database, global ones included (a NULL project would not be unique).
+
+The spec fields are stored in the API's shape (`spec.spec_to_json`): ports as
+`[{name, port, protocol, accessParams: [{key, value}]}]`, env as `[{key, value}]`.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from tortoise import fields
+from tortoise.models import Model
+
+from gpupaas.accounts.models import Project
+from gpupaas.catalog.models import Vendor
+from gpupaas.gpuservice.spec import ServiceSpec, spec_from_json, spec_to_json
+
+
+class ImagePullPolicy(str, Enum):
+    ALWAYS = "ALWAYS"
+    IF_NOT_PRESENT = "IF_NOT_PRESENT"
+    NEVER = "NEVER"
+
+
+class Protocol(str, Enum):
+    TCP = "TCP"
+    UDP = "UDP"
+    SCTP = "SCTP"
+
+
+class InstanceTemplate(Model):
+    id = fields.UUIDField(primary_key=True)
+    # The system project for global templates (shown as `project: null`).
+    project: fields.ForeignKeyRelation[Project] = fields.ForeignKeyField(
+        "gpupaas.Project", related_name="instance_templates", on_delete=fields.CASCADE
+    )
+    name = fields.CharField(max_length=63)
+    display_name = fields.CharField(max_length=128)
+    description: str | None = fields.TextField(null=True)
+    vendor = fields.CharEnumField(Vendor, max_length=16)
+    image = fields.CharField(max_length=1024)
+    image_pull_policy = fields.CharEnumField(
+        ImagePullPolicy, max_length=16, default=ImagePullPolicy.IF_NOT_PRESENT
+    )
+    command: fields.JSONField[list[str]] = fields.JSONField(default=list)
+    container_disk = fields.CharField(max_length=64)
+    mount_path = fields.CharField(max_length=1024)
+    ports: fields.JSONField[list[dict[str, Any]]] = fields.JSONField(default=list)
+    env: fields.JSONField[list[dict[str, str]]] = fields.JSONField(default=list)
+    built_in = fields.BooleanField(default=False)
+    created_at = fields.DatetimeField(auto_now_add=True)
+    updated_at = fields.DatetimeField(auto_now=True)
+
+    class Meta:
+        table = "instance_templates"
+        unique_together = (("project", "name"),)
+
+    def spec(self) -> ServiceSpec:
+        """The template's spec, as a service instance copies it."""
+        return spec_from_json(
+            {
+                "vendor": Vendor(self.vendor).value,
+                "image": self.image,
+                "imagePullPolicy": ImagePullPolicy(self.image_pull_policy).value,
+                "command": self.command,
+                "containerDisk": self.container_disk,
+                "mountPath": self.mount_path,
+                "ports": self.ports,
+                "env": self.env,
+            }
+        )
+
+    def set_spec(self, spec: ServiceSpec) -> None:
+        data = spec_to_json(spec)
+        self.vendor = Vendor(data["vendor"])
+        self.image = data["image"]
+        self.image_pull_policy = ImagePullPolicy(data["imagePullPolicy"])
+        self.command = data["command"]
+        self.container_disk = data["containerDisk"]
+        self.mount_path = data["mountPath"]
+        self.ports = data["ports"]
+        self.env = data["env"]

@@ -1,0 +1,274 @@
+"""The rules of instance templates: who reads and writes them, their checks, the built-in ones.
+
+Global templates (the API's `project: null`, stored in the system project) are written by platform
+admins only; a project's templates by that project's ADMINs. Every signed-in user reads the global
+ones, a project's members read its own; another project's template is reported as not existing.
+
+The spec itself is checked by `gpuservice.spec.check_spec` (which also reports unknown
+`{{generated_*}}` placeholders); its paths are the API's field names, prefixed here with "input".
+
+Built-in templates are global and synced at start-up: missing ones are inserted, existing ones
+never overwritten (a platform admin's edit stays). They cannot be deleted: the next start would
+bring them back, so deleting is refused with INVALID_STATE rather than undone silently later.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from tortoise.exceptions import IntegrityError
+from tortoise.expressions import Q
+from tortoise.queryset import QuerySet
+
+from gpupaas.accounts.models import Project
+from gpupaas.accounts.service import (
+    Actor,
+    ensure_system_project,
+    parse_id,
+    project_by_name,
+    require_project,
+)
+from gpupaas.catalog.models import Vendor
+from gpupaas.core import validation
+from gpupaas.core.errors import Collector, ErrorCode, Forbidden, NotFound, UserErrors
+from gpupaas.gpuservice.builtins import BUILTIN_INSTANCE_TEMPLATES
+from gpupaas.gpuservice.models import ImagePullPolicy, InstanceTemplate
+from gpupaas.gpuservice.spec import Port, ServiceSpec, check_spec
+
+__all__ = [
+    "TemplateIn",
+    "create_template",
+    "delete_template",
+    "get_template",
+    "is_global",
+    "list_templates",
+    "sync_builtin_instance_templates",
+    "update_template",
+]
+
+
+@dataclass
+class TemplateIn:
+    """Create: name, vendor and image are required. Update: None means "leave as it is"."""
+
+    name: str | None = None
+    display_name: str | None = None
+    description: str | None = None
+    vendor: Vendor | None = None
+    image: str | None = None
+    image_pull_policy: ImagePullPolicy | None = None
+    command: Sequence[str] | None = None
+    container_disk: str | None = None
+    mount_path: str | None = None
+    ports: Sequence[Port] | None = None
+    env: Sequence[tuple[str, str]] | None = None
+
+
+def is_global(owner: Project) -> bool:
+    return owner.is_system
+
+
+# ---------------------------------------------------------------- visibility and rights
+
+
+async def _template_for(actor: Actor, template_id: str) -> InstanceTemplate | None:
+    """The template when the caller may see it (global ones: every signed-in user)."""
+    actor.require_user()
+    tid = parse_id(template_id)
+    if tid is None:
+        return None
+    template = await InstanceTemplate.get_or_none(id=tid).select_related("project")
+    if template is None or not actor.can_see(template.project):
+        return None
+    return template
+
+
+def _require_writer(actor: Actor, owner: Project) -> None:
+    if is_global(owner):
+        if not actor.is_platform_admin:
+            raise Forbidden("Only platform admins may change global instance templates.")
+        return
+    actor.require_admin_of(owner)
+
+
+async def _require_template(actor: Actor, template_id: str, field: tuple[str, ...]) -> InstanceTemplate:
+    template = await _template_for(actor, template_id)
+    if template is None:
+        raise UserErrors.one(field, "No such instance template.", ErrorCode.NOT_FOUND)
+    _require_writer(actor, template.project)
+    return template
+
+
+async def get_template(actor: Actor, template_id: str) -> InstanceTemplate | None:
+    return await _template_for(actor, template_id)
+
+
+# ---------------------------------------------------------------- reading
+
+
+def _search(query: QuerySet[Any], search: str | None) -> QuerySet[Any]:
+    term = (search or "").strip()
+    if not term:
+        return query
+    return query.filter(Q(name__icontains=term) | Q(display_name__icontains=term))
+
+
+async def list_templates(
+    actor: Actor, project: str, search: str | None, vendor: Vendor | None
+) -> list[InstanceTemplate]:
+    """The global templates and the project's own: built-in ones first, then by name."""
+    owner = await project_by_name(actor, project)
+    if owner is None:
+        raise NotFound(f'project "{project}" not found')
+    query = InstanceTemplate.filter(Q(project_id=owner.id) | Q(project__is_system=True))
+    if vendor is not None:
+        query = query.filter(vendor=vendor)
+    rows: list[InstanceTemplate] = await _search(query, search).order_by("-built_in", "name", "created_at")
+    return rows
+
+
+# ---------------------------------------------------------------- writing
+
+
+def _spec_with(base: ServiceSpec, data: TemplateIn) -> ServiceSpec:
+    """`base` with the fields that `data` gives."""
+    changes: dict[str, Any] = {}
+    if data.vendor is not None:
+        changes["vendor"] = Vendor(data.vendor).value
+    if data.image is not None:
+        changes["image"] = data.image
+    if data.image_pull_policy is not None:
+        changes["image_pull_policy"] = ImagePullPolicy(data.image_pull_policy).value
+    if data.command is not None:
+        changes["command"] = tuple(data.command)
+    if data.container_disk is not None:
+        changes["container_disk"] = data.container_disk
+    if data.mount_path is not None:
+        changes["mount_path"] = data.mount_path
+    if data.ports is not None:
+        changes["ports"] = tuple(data.ports)
+    if data.env is not None:
+        changes["env"] = tuple((key, value) for key, value in data.env)
+    return replace(base, **changes)
+
+
+def _check_spec(problems: Collector, spec: ServiceSpec, skip: Sequence[str] = ()) -> None:
+    for path, message in check_spec(spec):
+        if path[0] not in skip:
+            problems.add(("input", *path), message)
+
+
+def _check_description(problems: Collector, description: str | None) -> None:
+    if description is not None:
+        problems.check(("input", "description"), validation.description(description))
+
+
+def _taken(name: str, owner: Project) -> UserErrors:
+    where = "global instance template" if is_global(owner) else "instance template in this project"
+    return UserErrors.one(("input", "name"), f'a {where} named "{name}" already exists', ErrorCode.TAKEN)
+
+
+async def create_template(actor: Actor, project: str | None, data: TemplateIn) -> InstanceTemplate:
+    """`project` None: a global template."""
+    if project is None:
+        actor.require_platform_admin()
+        owner = await ensure_system_project()
+    else:
+        owner = await require_project(actor, project, ("input", "project"))
+        _require_writer(actor, owner)
+        if is_global(owner):
+            raise UserErrors.one(
+                ("input", "project"),
+                "leave project out (null) to create a global template",
+                ErrorCode.INVALID,
+            )
+    problems = Collector()
+    name = data.name or ""
+    problems.check(("input", "name"), validation.dns_label(name))
+    display = (data.display_name or "").strip() or name
+    problems.check(("input", "displayName"), validation.display_name(display))
+    _check_description(problems, data.description)
+    missing = []
+    if data.vendor is None:
+        missing.append("vendor")
+        problems.add(
+            ("input", "vendor"), "choose a vendor: NVIDIA, AMD, INTEL, ASCEND or CPU", ErrorCode.REQUIRED
+        )
+    if data.image is None:
+        missing.append("image")
+        problems.add(("input", "image"), 'an image is required, like "ubuntu:24.04"', ErrorCode.REQUIRED)
+    spec = _spec_with(ServiceSpec(vendor="CPU", image=""), data)
+    _check_spec(problems, spec, skip=missing)
+    if not problems and await InstanceTemplate.exists(project_id=owner.id, name=name):
+        raise _taken(name, owner)
+    problems.raise_if_any()
+    template = InstanceTemplate(
+        project=owner, name=name, display_name=display, description=data.description or None
+    )
+    template.set_spec(spec)
+    try:
+        await template.save()
+    except IntegrityError:  # created by a concurrent request
+        raise _taken(name, owner) from None
+    return template
+
+
+async def update_template(actor: Actor, template_id: str, data: TemplateIn) -> InstanceTemplate:
+    template = await _require_template(actor, template_id, ("input", "id"))
+    problems = Collector()
+    if data.name is not None and data.name != template.name:
+        problems.add(("input", "name"), "the name of an instance template cannot change", ErrorCode.IMMUTABLE)
+    display = None
+    if data.display_name is not None:
+        display = data.display_name.strip() or template.name
+        problems.check(("input", "displayName"), validation.display_name(display))
+    _check_description(problems, data.description)
+    spec = _spec_with(template.spec(), data)
+    _check_spec(problems, spec)
+    problems.raise_if_any()
+    if display is not None:
+        template.display_name = display
+    if data.description is not None:
+        template.description = data.description or None
+    template.set_spec(spec)
+    await template.save()
+    return template
+
+
+async def delete_template(actor: Actor, template_id: str) -> str:
+    """Service instances keep their own copy of the spec: deleting a template never breaks one."""
+    template = await _require_template(actor, template_id, ("id",))
+    if template.built_in:
+        raise UserErrors.one(
+            ("id",),
+            f'"{template.name}" is a built-in template: it cannot be deleted (it would come back at the '
+            "next start); edit it instead",
+            ErrorCode.INVALID_STATE,
+        )
+    await template.delete()
+    return template_id
+
+
+# ---------------------------------------------------------------- built-in templates
+
+
+async def sync_builtin_instance_templates() -> None:
+    """Insert the built-in templates that are missing (idempotent; never overwrites an edit)."""
+    system = await ensure_system_project()
+    present = {t.name for t in await InstanceTemplate.filter(project_id=system.id).only("id", "name")}
+    for builtin in BUILTIN_INSTANCE_TEMPLATES:
+        if builtin.name in present:
+            continue
+        template = InstanceTemplate(
+            project=system,
+            name=builtin.name,
+            display_name=builtin.display_name,
+            description=builtin.description,
+            built_in=True,
+        )
+        template.set_spec(builtin.spec)
+        with contextlib.suppress(IntegrityError):  # another process inserted it first
+            await template.save()
