@@ -104,3 +104,17 @@ async def test_only_the_graphql_transport_ws_protocol_is_spoken(db: object, live
     with pytest.raises(websockets.exceptions.WebSocketException):
         async with websockets.connect(url, subprotocols=[websockets.Subprotocol("graphql-ws")]) as ws:
             await ws.recv()
+
+
+async def test_repeated_operations_are_validated_once(db: object, gql: GraphQLClient) -> None:
+    from strawberry.extensions.validation_cache import _get_validate_cache
+
+    alice = await make_user("alice")
+    cache = _get_validate_cache(512)
+    query = "{ me { username memberships { role } } }"
+    await gql.data(query, token=alice.token)
+    before = cache.cache_info()
+    for _ in range(3):
+        await gql.data(query, token=alice.token)
+    after = cache.cache_info()
+    assert after.hits - before.hits == 3 and after.misses == before.misses

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import strawberry
 from strawberry.extensions import (
+    AddValidationRules,
     DisableIntrospection,
     MaxAliasesLimiter,
     MaxTokensLimiter,
@@ -44,9 +45,14 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
         # Factories, not instances: strawberry builds fresh extensions per request (the caches
         # themselves are module-level and shared).
         depth, aliases, tokens = settings.max_query_depth, settings.max_aliases, settings.max_tokens
+        # The limiters' rule classes are built once: ValidationCache keys on them, so limiters
+        # rebuilt per request (new classes each time) would make every validation a miss.
+        limits = [
+            *QueryDepthLimiter(max_depth=depth).validation_rules,
+            *MaxAliasesLimiter(max_alias_count=aliases).validation_rules,
+        ]
         extensions += [
-            lambda: QueryDepthLimiter(max_depth=depth),
-            lambda: MaxAliasesLimiter(max_alias_count=aliases),
+            lambda: AddValidationRules(limits),
             lambda: MaxTokensLimiter(max_token_count=tokens),
             lambda: ParserCache(maxsize=512),
             lambda: ValidationCache(maxsize=512),
