@@ -82,7 +82,8 @@ def test_first_steps_work_as_written(tmp_path: Path) -> None:
         assert statuses[-1] == "SUCCESS" and "IN_PROGRESS" in statuses, result.stdout
         instance = answers[-1]["data"]["computeInstance"]
         assert instance["status"] == "SUCCESS"
-        assert {"key": "namespace", "value": "research-notebook-1"} in instance["outputs"]
+        namespace = {o["key"]: o["value"] for o in instance["outputs"]}["namespace"]
+        assert namespace.startswith("research-notebook-1-")
         assert instance["runs"] == [{"action": "DEPLOY", "status": "SUCCEEDED"}]
     finally:
         server.terminate()

@@ -15,12 +15,17 @@ import pytest
 from gpupaas.provisioning.builtins import builtin_template
 from gpupaas.provisioning.drivers.base import Driver, Observed, Phase
 from gpupaas.provisioning.drivers.kubernetes import ClusterConnection, KubernetesDriver
-from gpupaas.provisioning.plan import PermanentError, Plan, TemporaryError, build_plan
+from gpupaas.provisioning.plan import PermanentError, Plan, TemporaryError, build_plan, namespace_for
 from gpupaas.provisioning.render import OutputDefinition
 from tests.fake_kube import FakeKube, node, run_fake_kube
 from tests.fake_kube.fixtures import fake_kube  # noqa: F401
 
 REAL_KUBECONFIG = os.environ.get("GPUPAAS_TEST_KUBECONFIG")
+
+
+def ns(name: str, project: str = "team-a") -> str:
+    """The namespace build_plan gives this test's instance (readable, with a digest of its id)."""
+    return namespace_for(project, name, str(uuid.uuid5(uuid.NAMESPACE_DNS, f"{project}/{name}")))
 
 
 def make_plan(
@@ -397,26 +402,26 @@ async def test_a_gpu_namespace_plan_is_applied_with_its_labels_and_outputs(
     applied = await driver.apply(plan, progress)
 
     assert applied.outputs == {
-        "namespace": "team-a-nb",
+        "namespace": ns("nb"),
         "quota": "cpu 8, memory 64Gi, storage 100Gi, nvidia.com/gpu 4",
         "gpuResource": "nvidia.com/gpu",
     }
     assert [(r.api_version, r.kind, r.name, r.namespace) for r in applied.objects] == [
-        ("v1", "Namespace", "team-a-nb", None),
-        ("v1", "ResourceQuota", "compute", "team-a-nb"),
-        ("v1", "LimitRange", "container-defaults", "team-a-nb"),
+        ("v1", "Namespace", ns("nb"), None),
+        ("v1", "ResourceQuota", "compute", ns("nb")),
+        ("v1", "LimitRange", "container-defaults", ns("nb")),
     ]
-    namespace = fake.get("v1", "Namespace", "team-a-nb")
+    namespace = fake.get("v1", "Namespace", ns("nb"))
     assert namespace is not None
     assert namespace["metadata"]["labels"] == {
         "team": "ml",
         "app.kubernetes.io/managed-by": "gpupaas",
         "gpupaas.io/instance": plan.instance_id,
         "gpupaas.io/profile": "h100",
-        "kubernetes.io/metadata.name": "team-a-nb",
+        "kubernetes.io/metadata.name": ns("nb"),
     }
     assert namespace["metadata"]["annotations"] == {"gpupaas.io/owner": "alice"}
-    quota = fake.get("v1", "ResourceQuota", "compute", "team-a-nb")
+    quota = fake.get("v1", "ResourceQuota", "compute", ns("nb"))
     assert quota is not None
     assert str(quota["spec"]["hard"]["requests.nvidia.com/gpu"]) == "4"
     assert progress.messages == ["Applying 3 objects", "Waiting for 3 objects to be ready"]
@@ -430,12 +435,12 @@ async def test_a_dedicated_plan_gives_its_namespace_the_reserved_nodes_selector(
 
     applied = await driver.apply(plan)
 
-    assert applied.outputs["nodeSelector"] == "gpupaas.io/reserved-for=team-a-nb"
-    namespace = fake.get("v1", "Namespace", "team-a-nb")
+    assert applied.outputs["nodeSelector"] == f"gpupaas.io/reserved-for={ns('nb')}"
+    namespace = fake.get("v1", "Namespace", ns("nb"))
     assert namespace is not None
     annotations = namespace["metadata"]["annotations"]
-    assert annotations["scheduler.alpha.kubernetes.io/node-selector"] == "gpupaas.io/reserved-for=team-a-nb"
-    assert '"value": "team-a-nb"' in annotations["scheduler.alpha.kubernetes.io/defaultTolerations"]
+    assert annotations["scheduler.alpha.kubernetes.io/node-selector"] == f"gpupaas.io/reserved-for={ns('nb')}"
+    assert f'"value": "{ns("nb")}"' in annotations["scheduler.alpha.kubernetes.io/defaultTolerations"]
     assert annotations["gpupaas.io/owner"] == "alice"
 
 
@@ -446,14 +451,14 @@ async def test_a_deployment_behind_a_node_port_service_reports_its_port(
 
     applied = await driver.apply(plan)
 
-    service = fake.get("v1", "Service", "jupyter", "team-a-nb")
+    service = fake.get("v1", "Service", "jupyter", ns("nb"))
     assert service is not None
     port = service["spec"]["ports"][0]["nodePort"]
     assert 30000 <= port <= 32767
     assert applied.outputs == {"port": str(port), "address": f"{service['spec']['clusterIP']}:8888"}
     assert [r.kind for r in applied.objects] == ["Namespace", "Deployment", "Service"]
     # the pods carry the instance's labels, so that drift and destroy find them
-    pods = fake.pods("team-a-nb", f"gpupaas.io/instance={plan.instance_id}")
+    pods = fake.pods(ns("nb"), f"gpupaas.io/instance={plan.instance_id}")
     assert len(pods) == 1
     assert pods[0]["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "gpupaas"
     assert await driver.observe(plan) == Observed(Phase.READY)
@@ -466,9 +471,9 @@ async def test_every_write_is_a_server_side_apply_by_gpupaas_with_force(
 
     writes = [r for r in fake.requests if r.method not in ("GET", "HEAD")]
     assert [w.path for w in writes] == [
-        "/api/v1/namespaces/team-a-nb",
-        "/apis/apps/v1/namespaces/team-a-nb/deployments/jupyter",
-        "/api/v1/namespaces/team-a-nb/services/jupyter",
+        f"/api/v1/namespaces/{ns('nb')}",
+        f"/apis/apps/v1/namespaces/{ns('nb')}/deployments/jupyter",
+        f"/api/v1/namespaces/{ns('nb')}/services/jupyter",
     ]
     for write in writes:
         assert write.method == "PATCH"
@@ -500,12 +505,12 @@ async def test_a_run_that_died_half_way_is_finished_by_the_next_without_duplicat
         await driver.apply(plan)
     applied = await driver.apply(plan)
 
-    assert applied.outputs["namespace"] == "team-a-nb"
+    assert applied.outputs["namespace"] == ns("nb")
     assert [
-        n["metadata"]["name"] for n in fake.list("v1", "Namespace") if n["metadata"]["name"] == "team-a-nb"
-    ] == ["team-a-nb"]
-    assert len(fake.list("v1", "ResourceQuota", "team-a-nb")) == 1
-    assert len(fake.list("v1", "LimitRange", "team-a-nb")) == 1
+        n["metadata"]["name"] for n in fake.list("v1", "Namespace") if n["metadata"]["name"] == ns("nb")
+    ] == [ns("nb")]
+    assert len(fake.list("v1", "ResourceQuota", ns("nb"))) == 1
+    assert len(fake.list("v1", "LimitRange", ns("nb"))) == 1
 
 
 async def test_an_unschedulable_gpu_pod_fails_the_run_with_the_schedulers_reason(
@@ -525,10 +530,10 @@ async def test_a_pod_that_cannot_pull_its_image_fails_the_run(
 ) -> None:
     fake.set_pod_delay(30)
     run = asyncio.create_task(driver.apply(notebook_plan()))
-    pod = await first_pod(fake, "team-a-nb")
+    pod = await first_pod(fake, ns("nb"))
 
     fake.fail_pod(
-        "team-a-nb",
+        ns("nb"),
         pod,
         "ImagePullBackOff",
         'Back-off pulling image "quay.io/jupyter/base-notebook:2026-01-01"',
@@ -570,7 +575,7 @@ spec:
 
 
 async def test_a_claim_that_is_never_bound_times_out_naming_it(fake: FakeKube, kubeconfig: str) -> None:
-    fake.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a-nb"}})
+    fake.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns("nb")}})
     fake.set_pvc_delay(None)
     cluster = new_driver(kubeconfig, readiness_timeout=0.5)
     try:
@@ -657,7 +662,7 @@ async def test_applying_into_a_namespace_still_terminating_is_temporary(
     plan = make_plan()
     await driver.apply(plan)
     fake.set_namespace_deletion_delay(30)
-    fake.delete("v1", "Namespace", "team-a-nb")
+    fake.delete("v1", "Namespace", ns("nb"))
 
     with pytest.raises(TemporaryError, match="terminating"):
         await driver.apply(plan)
@@ -677,12 +682,12 @@ async def test_destroy_deletes_everything_and_waits_until_the_namespace_is_gone(
 
     await driver.destroy(plan, progress)
 
-    assert fake.get("v1", "Namespace", "team-a-nb") is None
+    assert fake.get("v1", "Namespace", ns("nb")) is None
     assert versions(fake, plan) == {}
-    assert progress.messages == ["Deleting 3 objects", "Waiting for namespace team-a-nb to terminate"]
+    assert progress.messages == ["Deleting 3 objects", f"Waiting for namespace {ns('nb')} to terminate"]
     deletes = [r for r in fake.requests if r.method == "DELETE"]
-    assert deletes[0].path == "/api/v1/namespaces/team-a-nb/services/jupyter"
-    assert deletes[-1].path == "/api/v1/namespaces/team-a-nb"
+    assert deletes[0].path == f"/api/v1/namespaces/{ns('nb')}/services/jupyter"
+    assert deletes[-1].path == f"/api/v1/namespaces/{ns('nb')}"
     assert await driver.observe(plan) == Observed(Phase.ABSENT)
     await driver.destroy(plan)  # idempotent
     assert await driver.observe(plan) == Observed(Phase.ABSENT)
@@ -736,14 +741,14 @@ async def test_observe_follows_the_instance(fake: FakeKube, driver: KubernetesDr
     await driver.apply(plan)
     assert await driver.observe(plan) == Observed(Phase.READY)
 
-    pod = await first_pod(fake, "team-a-nb")
-    fake.fail_pod("team-a-nb", pod, "OOMKilled")
+    pod = await first_pod(fake, ns("nb"))
+    fake.fail_pod(ns("nb"), pod, "OOMKilled")
     observed = await driver.observe(plan)
     assert observed.phase == Phase.FAILED
     assert observed.message is not None
     assert observed.message.startswith(f"pod {pod}: OOMKilled (container main exited with code 137")
 
-    fake.recover_pod("team-a-nb", pod)
+    fake.recover_pod(ns("nb"), pod)
     assert await driver.observe(plan) == Observed(Phase.READY)
 
 
@@ -774,7 +779,7 @@ async def test_drift_reports_a_failed_pod_and_its_recovery_across_dropped_and_co
 ) -> None:
     plan = notebook_plan()
     await driver.apply(plan)
-    pod = await first_pod(fake, "team-a-nb")
+    pod = await first_pod(fake, ns("nb"))
     changes = Changes()
     stop = asyncio.Event()
     watch = asyncio.create_task(driver.watch_drift(changes, stop=stop))
@@ -783,23 +788,23 @@ async def test_drift_reports_a_failed_pod_and_its_recovery_across_dropped_and_co
         oom = f"pod {pod}: OOMKilled (container main exited with code 137; CrashLoopBackOff)"
 
         # a pod that dies turns the instance FAILED with the reason; its recovery READY
-        fake.fail_pod("team-a-nb", pod, "OOMKilled")
+        fake.fail_pod(ns("nb"), pod, "OOMKilled")
         assert await changes.next() == (plan.instance_id, Phase.FAILED, oom)
-        fake.recover_pod("team-a-nb", pod)
+        fake.recover_pod(ns("nb"), pod)
         assert await changes.next() == (plan.instance_id, Phase.READY, None)
 
         # the watch is cut (an API server restart): it goes on from its resourceVersion
         assert fake.drop_watches() == 1
-        fake.fail_pod("team-a-nb", pod, "OOMKilled")
+        fake.fail_pod(ns("nb"), pod, "OOMKilled")
         assert await changes.next() == (plan.instance_id, Phase.FAILED, oom)
-        fake.recover_pod("team-a-nb", pod)
+        fake.recover_pod(ns("nb"), pod)
         assert await changes.next() == (plan.instance_id, Phase.READY, None)
         assert pod_lists(fake) == 1
 
         # the history is compacted while the watch is cut: 410 Gone, so it lists again
         fake.compact()
         fake.drop_watches()
-        fake.fail_pod("team-a-nb", pod, "Error", exit_code=2)
+        fake.fail_pod(ns("nb"), pod, "Error", exit_code=2)
         assert await changes.next() == (
             plan.instance_id,
             Phase.FAILED,

@@ -20,11 +20,16 @@ from gpupaas.provisioning.drivers.simulated import (
 )
 from gpupaas.provisioning.inventory import DEFAULT_INVENTORY, Inventory, Node
 from gpupaas.provisioning.models import SimulatedAllocation
-from gpupaas.provisioning.plan import PermanentError, Plan, TemporaryError, build_plan
+from gpupaas.provisioning.plan import PermanentError, Plan, TemporaryError, build_plan, namespace_for
 from gpupaas.provisioning.render import OutputDefinition
 from tests.conftest import Database
 
 NVIDIA_LINE = "NVIDIA H100 80GB (2 nodes, 8 GPUs each), AMD MI300X (1 node, 4 GPUs each), CPU (2 nodes)"
+
+
+def ns(name: str, project: str = "team-a") -> str:
+    """The namespace build_plan gives this test's instance (readable, with a digest of its id)."""
+    return namespace_for(project, name, str(uuid.uuid5(uuid.NAMESPACE_DNS, name)))
 
 
 def make_plan(
@@ -111,7 +116,7 @@ async def test_apply_returns_the_outputs(db: Database) -> None:
 
     # then the outputs are evaluated and the cluster holds it ready
     assert outputs == {
-        "namespace": "team-a-train-1",
+        "namespace": ns("train-1"),
         "quota": "cpu 8, memory 64Gi, storage 100Gi, nvidia.com/gpu 4",
         "gpuResource": "nvidia.com/gpu",
     }
@@ -128,11 +133,11 @@ async def test_progress_reports_the_phases_in_order(db: Database) -> None:
     assert progress.messages == [
         "Scheduling shared: 4 nvidia.com/gpu (NVIDIA H100), cpu 8, memory 64Gi",
         "Scheduled on h100-0",
-        "Creating namespace team-a-train-1",
+        f"Creating namespace {ns('train-1')}",
         "Applying 3 objects",
         "Waiting for quota compute",
         "Deleting 3 objects",
-        "Waiting for namespace team-a-train-1 to terminate",
+        f"Waiting for namespace {ns('train-1')} to terminate",
     ]
 
 
@@ -145,7 +150,7 @@ async def test_the_applied_objects_carry_what_the_server_fills_in(db: Database) 
     row = await SimulatedAllocation.get(instance_id=plan.instance_id)
     namespace, quota, limits = row.objects
     assert namespace["status"] == {"phase": "Active"}
-    assert namespace["metadata"]["labels"]["kubernetes.io/metadata.name"] == "team-a-train-1"
+    assert namespace["metadata"]["labels"]["kubernetes.io/metadata.name"] == ns("train-1")
     assert namespace["metadata"]["labels"]["gpupaas.io/instance"] == plan.instance_id
     assert quota["status"]["hard"]["requests.nvidia.com/gpu"] == 4
     assert quota["status"]["used"]["requests.nvidia.com/gpu"] == "0"
@@ -172,7 +177,7 @@ async def test_apply_twice_keeps_one_allocation_and_one_set_of_objects(db: Datab
     # then there is still one allocation on the same node, with the same unchanged objects
     after = await SimulatedAllocation.get(instance_id=plan.instance_id)
     assert await rows() == 1
-    assert outputs["namespace"] == "team-a-train-1"
+    assert outputs["namespace"] == ns("train-1")
     assert after.nodes == before.nodes == ["h100-0"]
     assert after.objects == before.objects  # same uids, same resourceVersions
     assert await cluster.cluster_state() == state
@@ -238,7 +243,7 @@ async def test_dedicated_takes_whole_nodes(db: Database) -> None:
     assert usage(state) == {"h100-0": (8, 96000, 1024), "h100-1": (8, 96000, 1024)}
     big = make_plan(name="big").instance_id
     assert [n.reserved_for for n in state] == [big, big, None, None, None]
-    assert state[0].namespaces == ("team-a-big",)
+    assert state[0].namespaces == (ns("big"),)
 
 
 async def test_shared_instances_pack_onto_one_node(db: Database) -> None:
@@ -253,7 +258,7 @@ async def test_shared_instances_pack_onto_one_node(db: Database) -> None:
     # then the shared ones share the first node and the second is left whole for it
     state = await cluster.cluster_state()
     assert usage(state) == {"h100-0": (8, 16000, 128), "h100-1": (8, 96000, 1024)}
-    assert state[0].namespaces == ("team-a-a", "team-a-b")
+    assert state[0].namespaces == (ns("a"), ns("b"))
     assert state[0].gpus_free == 0
     assert state[0].cpu_free == 80000
 
@@ -445,7 +450,7 @@ async def test_destroying_twice_or_what_never_existed_is_fine(db: Database) -> N
     await cluster.destroy(plan, progress)
     await cluster.destroy(make_plan(name="never"))
 
-    assert progress.messages == ["Nothing to delete: namespace team-a-train-1 does not exist"]
+    assert progress.messages == [f"Nothing to delete: namespace {ns('train-1')} does not exist"]
     assert await rows() == 0
 
 
@@ -488,7 +493,7 @@ async def test_a_worker_that_died_mid_apply_runs_again_without_duplicates(db: Da
 
     # then it was seen in progress, and it now is ready with one allocation and one set of objects
     assert mid_apply.phase == Phase.PROGRESSING
-    assert outputs["namespace"] == "team-a-train-1"
+    assert outputs["namespace"] == ns("train-1")
     assert await rows() == 1
     assert len((await SimulatedAllocation.get()).objects) == 3
     assert usage(await cluster.cluster_state()) == {"h100-0": (4, 8000, 64)}
@@ -534,7 +539,7 @@ async def test_an_injected_destroy_failure_keeps_the_instance(db: Database) -> N
     failing = make_plan(annotations={FAIL_ANNOTATION: "destroy"})
     await cluster.apply(failing)
 
-    with pytest.raises(PermanentError, match="namespace team-a-train-1 is stuck terminating") as error:
+    with pytest.raises(PermanentError, match=f"namespace {ns('train-1')} is stuck terminating") as error:
         await cluster.destroy(failing)
 
     assert await cluster.observe(failing) == Observed(Phase.FAILED, str(error.value))
@@ -562,7 +567,7 @@ async def test_fail_times_fails_temporarily_then_succeeds_across_restarts(db: Da
         for n in (1, 2)
     ]
     assert not errors[0].permanent  # type: ignore[attr-defined]
-    assert outputs["namespace"] == "team-a-train-1"
+    assert outputs["namespace"] == ns("train-1")
     assert await rows() == 1
 
 

@@ -18,6 +18,7 @@ from gpupaas.clusters.models import ClusterStatus
 from gpupaas.compute import service as compute
 from gpupaas.compute.models import DeploymentRun
 from gpupaas.compute.states import DeploymentStatus
+from gpupaas.provisioning.plan import namespace_for
 from gpupaas.runtime import Runtime
 from gpupaas.settings import Settings
 from tests.factories import make_instance, make_profile, make_project, make_template, make_user, make_version
@@ -118,15 +119,15 @@ async def test_deploy_outputs_and_destroy_on_kubernetes(
 
     done = await wait_status(instance.id, S.SUCCESS, S.FAILED)
     assert done.status == S.SUCCESS, done.status_message
-    assert done.outputs["namespace"] == "ml-nb"
-    namespace = fake_kube.get("v1", "Namespace", "ml-nb")
+    ns = namespace_for("ml", "nb", str(instance.id))
+    assert done.outputs["namespace"] == ns
+    namespace = fake_kube.get("v1", "Namespace", ns)
     assert namespace is not None
     assert namespace["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "gpupaas"
     assert namespace["metadata"]["labels"]["gpupaas.io/instance"] == str(instance.id)
     assert namespace["metadata"]["labels"]["team"] == "vision"
     quota = (
-        fake_kube.get("v1", "ResourceQuota", "compute", "ml-nb")
-        or fake_kube.list("v1", "ResourceQuota", "ml-nb")[0]
+        fake_kube.get("v1", "ResourceQuota", "compute", ns) or fake_kube.list("v1", "ResourceQuota", ns)[0]
     )
     assert str(quota["spec"]["hard"]["requests.nvidia.com/gpu"]) == "1"
     applies = [r for r in fake_kube.requests if r.method == "PATCH"]
@@ -140,7 +141,7 @@ async def test_deploy_outputs_and_destroy_on_kubernetes(
     await compute.destroy(await _root(), str(instance.id))
     gone = await wait_status(instance.id, S.NOT_DEPLOYED, S.FAILED)
     assert gone.status == S.NOT_DEPLOYED, gone.status_message
-    assert fake_kube.get("v1", "Namespace", "ml-nb") is None
+    assert fake_kube.get("v1", "Namespace", ns) is None
 
 
 async def _root() -> Any:
@@ -190,11 +191,12 @@ async def test_drift_turns_the_instance_failed_and_back(
     done = await wait_status(instance.id, S.SUCCESS, S.FAILED)
     assert done.status == S.SUCCESS, done.status_message
     assert 30000 <= int(done.outputs["port"]) <= 32767
-    [pod] = fake_kube.pods("ml-train")
-    fake_kube.fail_pod("ml-train", pod["metadata"]["name"], "OOMKilled", exit_code=137)
+    ns = namespace_for("ml", "train", str(instance.id))
+    [pod] = fake_kube.pods(ns)
+    fake_kube.fail_pod(ns, pod["metadata"]["name"], "OOMKilled", exit_code=137)
     failed = await wait_status(instance.id, S.FAILED, timeout=20)
     assert "OOMKilled" in (failed.status_message or "") and (failed.status_message or "").startswith("drift:")
-    fake_kube.recover_pod("ml-train", pod["metadata"]["name"])
+    fake_kube.recover_pod(ns, pod["metadata"]["name"])
     await wait_status(instance.id, S.SUCCESS, timeout=20)
 
     async def still_success() -> bool:

@@ -13,6 +13,7 @@ from gpupaas.compute.models import ComputeInstance, DeploymentRun
 from gpupaas.compute.states import DeploymentStatus, RunStatus
 from gpupaas.events.bus import COMMANDS_TOPIC, DEAD_LETTER_TOPIC
 from gpupaas.provisioning.drivers.base import Phase
+from gpupaas.provisioning.plan import namespace_for
 from tests.conftest import GraphQLClient
 from tests.factories import make_instance, make_profile, make_project, make_user, platform_actor
 from tests.workers.conftest import Pipeline, eventually, wait_status
@@ -34,7 +35,7 @@ async def test_deploy_reaches_success_with_outputs(db: object, pipeline: Pipelin
     instance = await make_instance(project, profile, name="nb", deploy=True)
     done = await wait_status(instance.id, S.SUCCESS, S.FAILED)
     assert done.status == S.SUCCESS, done.status_message
-    assert done.outputs["namespace"] == "ml-nb"
+    assert done.outputs["namespace"] == namespace_for("ml", "nb", str(instance.id))
     assert "nvidia.com/gpu 1" in done.outputs["quota"]
     run = await DeploymentRun.get(instance_id=instance.id)
     assert run.status == RunStatus.SUCCEEDED and run.attempts == 1
@@ -195,7 +196,7 @@ async def test_deploy_through_graphql(db: object, pipeline: Pipeline, gql: Graph
     )
     instance = shown["computeInstance"]
     assert instance["status"] == "SUCCESS"
-    assert {"key": "namespace", "value": "ml-nb"} in instance["outputs"]
+    assert {"key": "namespace", "value": namespace_for("ml", "nb", iid)} in instance["outputs"]
     assert instance["runs"] == [{"action": "DEPLOY", "status": "SUCCEEDED"}]
 
 

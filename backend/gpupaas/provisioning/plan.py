@@ -3,6 +3,7 @@ function from the instance's snapshot, so that a redelivered command builds the 
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,15 +66,13 @@ class Plan:
     annotations: Mapping[str, str] = field(default_factory=dict)
 
 
-def namespace_for(project: str, instance_name: str) -> str:
-    """A deterministic namespace (a DNS-1123 label of at most 63 characters)."""
-    name = f"{project}-{instance_name}"
-    if len(name) <= 63:
-        return name
-    import hashlib
-
-    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
-    return f"{name[:54].rstrip('-')}-{digest}"
+def namespace_for(project: str, instance_name: str, instance_id: str) -> str:
+    """The instance's namespace: readable (project and instance name) and unique (a digest of the
+    instance's id), a DNS-1123 label of at most 63 characters. The digest matters: "a" + "b-c"
+    and "a-b" + "c" would otherwise share a namespace across projects, and an instance made again
+    under a deleted one's name would meet its namespace still terminating."""
+    digest = hashlib.sha256(instance_id.encode()).hexdigest()[:8]
+    return f"{f'{project}-{instance_name}'[:54].rstrip('-')}-{digest}"
 
 
 def build_plan(
@@ -97,7 +96,7 @@ def build_plan(
     vendor = str(resources["gpuVendor"])
     names = {**GPU_RESOURCE_NAMES, **(gpu_resource_names or {})}
     resource_name = names.get(vendor, "nvidia.com/gpu")
-    namespace = namespace_for(project, instance_name)
+    namespace = namespace_for(project, instance_name, instance_id)
     typed: dict[str, str | int | float | bool] = {}
     for definition in input_definitions:
         raw = input_values.get(definition.name)
