@@ -87,7 +87,7 @@ async def test_broker_down_while_deploys_are_accepted(
 
 async def test_a_worker_killed_during_a_run(db: object, settings: Settings) -> None:
     chosen = fast(settings)
-    slow = Runtime(chosen, run_worker=True, driver=SimulatedDriver(DEFAULT_INVENTORY, phase_seconds=0.3))
+    slow = Runtime(chosen, run_worker=True, driver=SimulatedDriver(DEFAULT_INVENTORY, phase_seconds=1.0))
     await slow.start()
     project = await make_project("ml")
     instance = await make_instance(project, await _builtin_profile(project), deploy=True)
