@@ -17,7 +17,6 @@ from typing import Any
 
 from tortoise.exceptions import IntegrityError
 from tortoise.expressions import Q
-from tortoise.queryset import QuerySet
 from tortoise.transactions import in_transaction
 
 from gpupaas.accounts.models import Project
@@ -43,6 +42,7 @@ from gpupaas.clusters.service import cluster_for_profile
 from gpupaas.core import sharing, validation
 from gpupaas.core.errors import Collector, ErrorCode, Forbidden, NotFound, UserErrors
 from gpupaas.core.pagination import Page, paginate
+from gpupaas.core.search import matching
 from gpupaas.provisioning import builtins, render
 from gpupaas.provisioning.inputs import InputDefinition, check_value
 
@@ -212,16 +212,6 @@ async def _project_for_listing(actor: Actor, project: str) -> Project:
     return found
 
 
-def _search(query: QuerySet[Any], search: str | None, *fields: str) -> QuerySet[Any]:
-    term = (search or "").strip()
-    if not term:
-        return query
-    condition = Q()
-    for name in fields:
-        condition |= Q(**{f"{name}__icontains": term})
-    return query.filter(condition)
-
-
 # ---------------------------------------------------------------- environment templates
 
 
@@ -229,7 +219,7 @@ async def list_templates(actor: Actor, project: str, search: str | None) -> list
     """The project's templates and the built-in ones, by name."""
     owner = await _project_for_listing(actor, project)
     query = EnvironmentTemplate.filter(Q(project_id=owner.id) | Q(project__is_system=True))
-    rows: list[EnvironmentTemplate] = await _search(
+    rows: list[EnvironmentTemplate] = await matching(
         query, search, "name", "display_name", "description"
     ).order_by("-built_in", "name")
     return rows
@@ -478,7 +468,9 @@ async def list_profiles(
         raise Forbidden(
             f'Only admins of project "{owner.name}" manage its compute profiles; members use the catalog.'
         )
-    query = _search(ComputeProfile.filter(project_id=owner.id), search, "name", "display_name", "description")
+    query = matching(
+        ComputeProfile.filter(project_id=owner.id), search, "name", "display_name", "description"
+    )
     return await paginate(query, first, after)
 
 
@@ -490,7 +482,7 @@ async def catalog(actor: Actor, project: str, search: str | None) -> list[Comput
     )
     query = ComputeProfile.filter(Q(project_id=owner.id) | shared)
     rows: list[ComputeProfile] = await (
-        _search(query, search, "name", "display_name", "description")
+        matching(query, search, "name", "display_name", "description")
         .distinct()
         .order_by("display_name", "name")
     )

@@ -30,6 +30,7 @@ from gpupaas.compute.states import DeploymentStatus, Request, RunAction, RunStat
 from gpupaas.core import sharing, validation
 from gpupaas.core.errors import Collector, ErrorCode, Forbidden, NotFound, UserErrors
 from gpupaas.core.pagination import Page, paginate
+from gpupaas.core.search import matching
 from gpupaas.events import outbox
 from gpupaas.provisioning.inputs import check_value
 from gpupaas.provisioning.plan import PermanentError, Plan, build_plan
@@ -101,11 +102,7 @@ async def list_instances(
     if owner is None:
         raise NotFound(f'project "{project}" not found')
     query = ComputeInstance.filter(shared_filter(owner))
-    term = (search or "").strip()
-    if term:
-        query = query.filter(
-            Q(name__icontains=term) | Q(display_name__icontains=term) | Q(description__icontains=term)
-        )
+    query = matching(query, search, "name", "display_name", "description")
     if statuses:
         query = query.filter(status__in=list(statuses))
     return await paginate(query.distinct(), first, after)

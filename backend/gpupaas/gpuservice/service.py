@@ -21,7 +21,6 @@ from typing import Any
 
 from tortoise.exceptions import IntegrityError
 from tortoise.expressions import Q
-from tortoise.queryset import QuerySet
 
 from gpupaas.accounts.models import Project
 from gpupaas.accounts.service import (
@@ -34,6 +33,7 @@ from gpupaas.accounts.service import (
 from gpupaas.catalog.models import Vendor
 from gpupaas.core import validation
 from gpupaas.core.errors import Collector, ErrorCode, Forbidden, NotFound, UserErrors
+from gpupaas.core.search import matching
 from gpupaas.gpuservice.builtins import BUILTIN_INSTANCE_TEMPLATES
 from gpupaas.gpuservice.models import ImagePullPolicy, InstanceTemplate
 from gpupaas.gpuservice.spec import Port, ServiceSpec, check_spec
@@ -109,13 +109,6 @@ async def get_template(actor: Actor, template_id: str) -> InstanceTemplate | Non
 # ---------------------------------------------------------------- reading
 
 
-def _search(query: QuerySet[Any], search: str | None) -> QuerySet[Any]:
-    term = (search or "").strip()
-    if not term:
-        return query
-    return query.filter(Q(name__icontains=term) | Q(display_name__icontains=term))
-
-
 async def list_templates(
     actor: Actor, project: str, search: str | None, vendor: Vendor | None
 ) -> list[InstanceTemplate]:
@@ -126,7 +119,9 @@ async def list_templates(
     query = InstanceTemplate.filter(Q(project_id=owner.id) | Q(project__is_system=True))
     if vendor is not None:
         query = query.filter(vendor=vendor)
-    rows: list[InstanceTemplate] = await _search(query, search).order_by("-built_in", "name", "created_at")
+    rows: list[InstanceTemplate] = await matching(query, search, "name", "display_name").order_by(
+        "-built_in", "name", "created_at"
+    )
     return rows
 
 
