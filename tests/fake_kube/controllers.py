@@ -367,6 +367,13 @@ class Controllers:
             for item in (REPLICASET, STATEFULSET):
                 for owner in self.store.items(item, namespace):
                     self.enqueue(item.singular, namespace, owner["metadata"]["name"])
+            # The Deployment controller watches pods as well: a Recreate rollout scales up its new
+            # ReplicaSet once the old pods are gone, which changes no ReplicaSet's status.
+            for ref in metadata.get("ownerReferences") or []:
+                if ref.get("controller") and ref.get("kind") == "ReplicaSet":
+                    owner = self.store.find(REPLICASET, namespace, ref.get("name", ""))
+                    if owner is not None:
+                        self._enqueue_owner(owner, "deployment")
             return
         spec = pod.get("spec") or {}
         if metadata.get("deletionTimestamp"):

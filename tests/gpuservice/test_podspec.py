@@ -201,7 +201,7 @@ def test_every_object_carries_the_identity_labels() -> None:
     expected = {
         "team": "vision",
         "app.kubernetes.io/managed-by": "gpupaas",
-        "gpupaas.io/instance": COMPUTE_ID,
+        "gpupaas.io/compute-instance": COMPUTE_ID,
         "gpupaas.io/service": SERVICE_ID,
         "app.kubernetes.io/name": "notebook-1",
     }

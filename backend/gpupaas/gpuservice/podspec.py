@@ -58,7 +58,7 @@ from typing import Any, Literal
 from gpupaas.core import validation
 from gpupaas.gpuservice.placeholders import find_placeholders
 from gpupaas.gpuservice.spec import ServiceSpec
-from gpupaas.provisioning.plan import INSTANCE_LABEL, MANAGED_BY
+from gpupaas.provisioning.plan import COMPUTE_INSTANCE_LABEL, MANAGED_BY, SERVICE_LABEL
 
 __all__ = [
     "CONTAINER_NAME",
@@ -66,6 +66,7 @@ __all__ = [
     "NAME_LABEL",
     "PROGRESS_DEADLINE_SECONDS",
     "PULL_POLICIES",
+    "RESTART_ANNOTATION",
     "SERVICE_LABEL",
     "build_objects",
     "build_service",
@@ -76,11 +77,12 @@ __all__ = [
     "workspace_claim_name",
 ]
 
-SERVICE_LABEL = "gpupaas.io/service"
 NAME_LABEL = "app.kubernetes.io/name"
 CONTAINER_NAME = "main"
 DEFAULT_WORKSPACE_SIZE = "20Gi"
 PROGRESS_DEADLINE_SECONDS = 3600
+# On the pod template: a new value rolls out a new pod (what `kubectl rollout restart` does).
+RESTART_ANNOTATION = "gpupaas.io/restarted-by"
 WORKSPACE_VOLUME = "workspace"
 SHM_VOLUME = "dshm"
 # The "users" group: the Jupyter Docker Stacks' user is in it, root images do not care.
@@ -121,7 +123,7 @@ def identity_labels(
     return {
         **labels,
         MANAGED_BY: "gpupaas",
-        INSTANCE_LABEL: compute_instance_id,
+        COMPUTE_INSTANCE_LABEL: compute_instance_id,
         SERVICE_LABEL: instance_id,
         NAME_LABEL: name,
     }
@@ -248,8 +250,10 @@ def build_workload(
     replicas: int = 1,
     cpu: str | None = None,
     memory: str | None = None,
+    restart: str | None = None,
 ) -> dict[str, Any]:
     """The service instance's Deployment: one replica when running, `replicas=0` when stopped.
+    `restart` (the restart's id) on the pod template replaces the running pod with a new one.
 
     `spec` must be resolved (no placeholders left); `gpu_count` GPUs of `gpu_resource_name` for a GPU
     vendor, 0 for CPU. Raises ValueError for arguments that cannot make a valid Deployment.
@@ -277,6 +281,12 @@ def build_workload(
     all_labels = identity_labels(
         name=name, instance_id=instance_id, compute_instance_id=compute_instance_id, labels=labels
     )
+    template_metadata: dict[str, Any] = {"labels": dict(all_labels)}
+    if restart:
+        problem = validation.label_value(restart)
+        if problem is not None:
+            raise ValueError(f"restart {restart!r} {problem}")
+        template_metadata["annotations"] = {RESTART_ANNOTATION: restart}
     pod_spec: dict[str, Any] = {
         "containers": [
             _container(spec, gpu_count=gpu_count, gpu_resource_name=gpu_resource_name, cpu=cpu, memory=memory)
@@ -300,7 +310,7 @@ def build_workload(
             "revisionHistoryLimit": 2,
             "progressDeadlineSeconds": PROGRESS_DEADLINE_SECONDS,
             "selector": {"matchLabels": {SERVICE_LABEL: instance_id}},
-            "template": {"metadata": {"labels": dict(all_labels)}, "spec": pod_spec},
+            "template": {"metadata": template_metadata, "spec": pod_spec},
         },
     }
 
@@ -359,6 +369,7 @@ def build_objects(
     replicas: int = 1,
     cpu: str | None = None,
     memory: str | None = None,
+    restart: str | None = None,
     workspace_size: str = DEFAULT_WORKSPACE_SIZE,
     storage_class: str | None = None,
     service_type: ServiceType = "NodePort",
@@ -376,6 +387,7 @@ def build_objects(
         replicas=replicas,
         cpu=cpu,
         memory=memory,
+        restart=restart,
     )
     claim = build_workspace_volume(
         name=name,

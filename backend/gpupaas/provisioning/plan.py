@@ -22,7 +22,13 @@ GPU_RESOURCE_NAMES: dict[str, str] = {
 }
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
+# The objects of a compute instance carry its id in INSTANCE_LABEL; those of a GPU service
+# instance carry the service's id in SERVICE_LABEL and its compute instance's in
+# COMPUTE_INSTANCE_LABEL (not INSTANCE_LABEL: a service's pods are not the compute instance's,
+# whose drift watch and destroy sweep go by INSTANCE_LABEL).
 INSTANCE_LABEL = "gpupaas.io/instance"
+SERVICE_LABEL = "gpupaas.io/service"
+COMPUTE_INSTANCE_LABEL = "gpupaas.io/compute-instance"
 
 
 class DriverError(Exception):
@@ -64,6 +70,12 @@ class Plan:
     context: render.RenderContext
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
+    # The label whose value is `instance_id` on every object of the plan: drivers find, watch and
+    # sweep the plan's objects by it.
+    owner_label: str = INSTANCE_LABEL
+    # A GPU service instance's plan: the id of the compute instance it runs in. Its objects go into
+    # that instance's namespace and use its quota; no capacity of its own is admitted.
+    within: str | None = None
 
 
 def namespace_for(project: str, instance_name: str, instance_id: str) -> str:

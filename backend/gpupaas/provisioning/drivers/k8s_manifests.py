@@ -32,6 +32,7 @@ from gpupaas.provisioning.inputs import parse_quantity
 from gpupaas.provisioning.plan import (
     INSTANCE_LABEL,
     MANAGED_BY,
+    SERVICE_LABEL,
     DriverError,
     PermanentError,
     TemporaryError,
@@ -197,17 +198,19 @@ def with_namespace(manifest: Mapping[str, Any], namespace: str, namespaced: bool
     return obj
 
 
-def identity_labels(instance_id: str) -> dict[str, str]:
+def identity_labels(instance_id: str, owner_label: str = INSTANCE_LABEL) -> dict[str, str]:
     """The labels by which the driver finds an instance's objects and pods."""
-    return {MANAGED_BY: MANAGER_VALUE, INSTANCE_LABEL: instance_id}
+    return {MANAGED_BY: MANAGER_VALUE, owner_label: instance_id}
 
 
-def label_problem(manifest: Mapping[str, Any], instance_id: str) -> str | None:
+def label_problem(
+    manifest: Mapping[str, Any], instance_id: str, owner_label: str = INSTANCE_LABEL
+) -> str | None:
     """What is wrong with the object's identity labels (build_plan adds them; a template may have
     overridden them), or None."""
     labels = _metadata(manifest).get("labels")
     labels = labels if isinstance(labels, Mapping) else {}
-    for key, wanted in identity_labels(instance_id).items():
+    for key, wanted in identity_labels(instance_id, owner_label).items():
         value = labels.get(key)
         if value != wanted:
             found = "is missing" if value is None else f'is "{value}"'
@@ -218,12 +221,14 @@ def label_problem(manifest: Mapping[str, Any], instance_id: str) -> str | None:
     return None
 
 
-def stamp_pod_templates(manifest: Mapping[str, Any], instance_id: str) -> dict[str, Any]:
+def stamp_pod_templates(
+    manifest: Mapping[str, Any], instance_id: str, owner_label: str = INSTANCE_LABEL
+) -> dict[str, Any]:
     """A copy of the manifest whose pod templates (and a StatefulSet's volume claim templates) carry
     the identity labels, so that the pods and volumes a controller makes can be found and watched.
     The selector is left alone: extra labels on a template never stop it matching."""
     obj = copy.deepcopy(dict(manifest))
-    labels = identity_labels(instance_id)
+    labels = identity_labels(instance_id, owner_label)
     templates: list[Any] = []
     for path in _POD_TEMPLATES.get(str(obj.get("kind")), ()):
         node: Any = obj
@@ -983,6 +988,9 @@ def current_pods(
 # ---------------------------------------------------------------------------------------- drift
 
 
+SERVICE_DRIFT_PREFIX = "service:"
+
+
 class DriftTracker:
     """The pods of every instance, as a watch on pods sees them, and what was last reported of
     each instance. `reset` (after a list) and `event` (a watch event) give the changes to report:
@@ -1000,6 +1008,9 @@ class DriftTracker:
         labels = metadata.get("labels") or {}
         instance = labels.get(INSTANCE_LABEL)
         key = (str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))
+        if not instance and labels.get(SERVICE_LABEL):
+            # A GPU service instance's pod: reported as "service:<id>".
+            return f"{SERVICE_DRIFT_PREFIX}{labels[SERVICE_LABEL]}", key
         return (str(instance) if instance else None), key
 
     def reset(self, pods: Iterable[Mapping[str, Any]]) -> list[tuple[str, Observed]]:

@@ -76,7 +76,7 @@ from gpupaas.provisioning import render
 from gpupaas.provisioning.drivers import k8s_manifests as km
 from gpupaas.provisioning.drivers.base import Applied, ObjectRef, Observed, Phase, Progress
 from gpupaas.provisioning.drivers.k8s_manifests import ClusterInfo, NodeInfo
-from gpupaas.provisioning.plan import INSTANCE_LABEL, MANAGED_BY, PermanentError, Plan, TemporaryError
+from gpupaas.provisioning.plan import MANAGED_BY, PermanentError, Plan, TemporaryError
 
 __all__ = ["ClusterConnection", "ClusterInfo", "KubernetesDriver", "NodeInfo"]
 
@@ -444,7 +444,7 @@ class KubernetesDriver:
         prepared: list[tuple[dict[str, Any], km.ApiResource]] = []
         for manifest in plan.manifests:
             api_version, kind = str(manifest.get("apiVersion", "")), str(manifest.get("kind", ""))
-            problem = km.label_problem(manifest, plan.instance_id)
+            problem = km.label_problem(manifest, plan.instance_id, plan.owner_label)
             if problem is not None and strict:
                 problems.append(problem)
                 continue
@@ -457,7 +457,7 @@ class KubernetesDriver:
                     )
                 continue
             obj = km.with_namespace(manifest, plan.namespace, resource.namespaced)
-            prepared.append((km.stamp_pod_templates(obj, plan.instance_id), resource))
+            prepared.append((km.stamp_pod_templates(obj, plan.instance_id, plan.owner_label), resource))
         if problems:
             raise PermanentError("; ".join(problems))
         by_key = {km.object_key(obj): resource for obj, resource in prepared}
@@ -510,7 +510,13 @@ class KubernetesDriver:
         self, plan: Plan, items: Sequence[_Item], deadline: float, report: Progress
     ) -> None:
         waited = [item for item in items if item.kind in km.WAITED_KINDS]
-        makes_pods = any(item.kind in _POD_MAKERS for item in items)
+        makers = [item for item in items if item.kind in _POD_MAKERS]
+        makes_pods = bool(makers)
+        # Every controller scaled to zero (a stopped service): ready once its pods are gone.
+        stopping = makes_pods and all(
+            item.kind == "Deployment" and (item.manifest.get("spec") or {}).get("replicas") == 0
+            for item in makers
+        )
         namespaces = sorted({item.namespace for item in items if item.namespace})
         storage_classes: dict[str, bool] = {}
         last_message: str | None = None
@@ -536,7 +542,9 @@ class KubernetesDriver:
                 if not state.ready:
                     waiting.append(state.message or item.label)
             if makes_pods:
-                await self._check_pods(plan, namespaces, deployments)
+                pods = await self._check_pods(plan, namespaces, deployments)
+                if stopping and pods:
+                    waiting.append(f"pod {pods[0]} to terminate")
             if not waiting:
                 return
             if waiting[0] != last_message:
@@ -554,10 +562,11 @@ class KubernetesDriver:
 
     async def _check_pods(
         self, plan: Plan, namespaces: Sequence[str], deployments: Sequence[Mapping[str, Any]]
-    ) -> None:
+    ) -> list[str]:
         """Fails the run when a pod the plan's controllers made cannot run (their own status only
-        says that replicas are missing, not why)."""
-        selector = f"{INSTANCE_LABEL}={plan.instance_id}"
+        says that replicas are missing, not why). The names of the plan's pods."""
+        selector = f"{plan.owner_label}={plan.instance_id}"
+        names: list[str] = []
         for namespace in namespaces:
             pods, _ = await self._list(PODS, namespace, selector, f"listing the pods of {namespace}")
             replicasets: list[dict[str, Any]] = []
@@ -565,10 +574,12 @@ class KubernetesDriver:
                 replicasets, _ = await self._list(
                     REPLICASETS, namespace, selector, f"listing the replicasets of {namespace}"
                 )
+            names.extend(str((pod.get("metadata") or {}).get("name")) for pod in pods)
             for pod in km.current_pods(pods, replicasets, deployments):
                 problem = km.pod_problem(pod) if km.counts(pod) else None
                 if problem is not None:
                     raise PermanentError(problem)
+        return names
 
     async def _binds_on_first_consumer(self, claim: Mapping[str, Any], cache: dict[str, bool]) -> bool:
         """Whether the claim's storage class binds only when a pod uses it (WaitForFirstConsumer).
@@ -627,7 +638,7 @@ class KubernetesDriver:
     async def _leftovers(self, plan: Plan, namespaces: Sequence[str]) -> list[_Item]:
         """The objects labelled with the instance in its namespaces (every namespaced kind that can
         be listed and deleted), but those already being deleted."""
-        selector = f"{INSTANCE_LABEL}={plan.instance_id}"
+        selector = f"{plan.owner_label}={plan.instance_id}"
 
         async def listed(resource: km.ApiResource, namespace: str) -> list[dict[str, Any]]:
             try:
@@ -707,7 +718,7 @@ class KubernetesDriver:
                 listed, _ = await self._list(
                     PODS,
                     namespace,
-                    f"{INSTANCE_LABEL}={plan.instance_id}",
+                    f"{plan.owner_label}={plan.instance_id}",
                     f"listing the pods of {namespace}",
                 )
                 pods.extend(listed)

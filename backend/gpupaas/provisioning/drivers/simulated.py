@@ -35,6 +35,16 @@ a GPU model, their model contains it (case-insensitively: "h100" matches "H100 8
   Allocations on nodes that are no longer in the inventory (it changed between restarts) are
   ignored.
 
+GPU service instances (a plan with `within`, gpuservice/plan.py) hold no capacity of their own: they
+run in their compute instance's namespace, whose row must exist ("its compute instance is not
+deployed" otherwise), and their GPUs count against its quota as a ResourceQuota would ("exceeded
+quota: compute, requested: requests.nvidia.com/gpu=1, used: ..., limited: ..."). A service scaled
+to zero (stopped) holds no GPUs and keeps its objects and node ports. Its phases: "Scheduling
+<name> in namespace <ns>", "Scheduled <name> on <nodes>", "Applying N objects", 'Pulling image
+"<image>"', "Waiting for the container to be ready" (stopped: "Scaling <name> to 0 replicas", ...,
+"Waiting for the pod to terminate"). Destroying a compute instance deletes its namespace and so
+its services' rows too.
+
 `observe` reads the row: no row is ABSENT; an apply or destroy under way (or interrupted by a
 worker that died) is PROGRESSING with the phase it reached; READY; FAILED with the message of the
 apply or destroy that failed last.
@@ -102,6 +112,9 @@ _CLUSTER = "default"
 NODE_PORT_MIN, NODE_PORT_MAX = 30000, 32767
 _SERVICE_NETWORK = ipaddress.IPv4Network("10.96.0.0/12")
 _MAX_REPORTED_PROBLEMS = 10
+# The allocation type of a service instance's row: it holds no capacity, only its compute
+# instance's quota.
+_WITHIN = "WITHIN"
 
 
 async def _silent(message: str) -> None:
@@ -466,6 +479,30 @@ def _key(obj: Mapping[str, Any]) -> tuple[str, str, str, str]:
     return (group, str(obj.get("kind", "")), str(metadata.get("namespace") or ""), str(metadata.get("name")))
 
 
+def _replicas(manifests: Iterable[Mapping[str, Any]]) -> int:
+    """The pods the manifests' controllers ask for (0: every Deployment is scaled to zero)."""
+    total = 0
+    for manifest in manifests:
+        if manifest.get("kind") in ("Deployment", "StatefulSet", "ReplicaSet"):
+            spec = manifest.get("spec")
+            replicas = spec.get("replicas", 1) if isinstance(spec, dict) else 1
+            total += replicas if isinstance(replicas, int) else 1
+        elif manifest.get("kind") == "Pod":
+            total += 1
+    return total
+
+
+def _images(manifests: Iterable[Mapping[str, Any]]) -> list[str]:
+    images: list[str] = []
+    for manifest in manifests:
+        template = ((manifest.get("spec") or {}).get("template") or {}).get("spec") or {}
+        for container in template.get("containers") or []:
+            image = container.get("image") if isinstance(container, dict) else None
+            if isinstance(image, str) and image not in images:
+                images.append(image)
+    return images
+
+
 def _distinct(manifests: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The manifests, an object named twice applied once (where it first appears, as it last reads)."""
     objects: dict[tuple[str, str, str, str], dict[str, Any]] = {}
@@ -635,12 +672,18 @@ class SimulatedDriver:
         failures = _Failures.of(plan)
         self._validate(plan.manifests)
         manifests = _distinct(plan.manifests)
+        replicas = _replicas(manifests)
 
-        await self._phase(report, request.describe())
-        row, message = await self._admit(plan, request)
+        if plan.within is not None:
+            await self._phase(report, f"Scheduling {plan.instance_name} in namespace {plan.namespace}")
+            row, message = await self._admit_within(plan, request, replicas)
+        else:
+            await self._phase(report, request.describe())
+            row, message = await self._admit(plan, request)
         try:
             await self._phase(report, message)
-            await self._phase(report, f"Creating namespace {plan.namespace}")
+            if plan.within is None:
+                await self._phase(report, f"Creating namespace {plan.namespace}")
             if row.apply_attempts <= failures.times:
                 raise TemporaryError(
                     f"simulated temporary failure {row.apply_attempts} of {failures.times}: the API server "
@@ -649,12 +692,19 @@ class SimulatedDriver:
             await self._phase(report, f"Applying {_plural(len(manifests), 'object')}")
             applied = await self._store(plan, manifests)
             quota = next((obj for obj in applied if obj.get("kind") == "ResourceQuota"), None)
-            await self._phase(
-                report,
-                f"Waiting for quota {quota['metadata']['name']}"
-                if quota is not None
-                else f"Waiting for {_plural(len(applied), 'object')} to be ready",
-            )
+            if plan.within is not None and replicas == 0:
+                await self._phase(report, "Waiting for the pod to terminate")
+            elif plan.within is not None:
+                for image in _images(manifests):
+                    await self._phase(report, f'Pulling image "{image}"')
+                await self._phase(report, "Waiting for the container to be ready")
+            else:
+                await self._phase(
+                    report,
+                    f"Waiting for quota {quota['metadata']['name']}"
+                    if quota is not None
+                    else f"Waiting for {_plural(len(applied), 'object')} to be ready",
+                )
             if failures.apply:
                 raise PermanentError(
                     "simulated failure: image pull back-off: the container image could not be pulled "
@@ -748,6 +798,63 @@ class SimulatedDriver:
             return row, f"Reserved {'node' if len(nodes) == 1 else 'nodes'} {', '.join(nodes)}"
         return row, "Scheduled on " + ", ".join(share["node"] for share in shares)
 
+    async def _admit_within(
+        self, plan: Plan, request: _Request, replicas: int
+    ) -> tuple[SimulatedAllocation, str]:
+        """A service instance's row: no capacity of its own, but its GPUs must fit the quota of the
+        compute instance it runs in (what the namespace's ResourceQuota does on a real cluster)."""
+        await SimulatedCluster.get_or_create(name=_CLUSTER)
+        gpus = request.gpus if replicas else 0
+        async with in_transaction() as conn:
+            await self._lock(conn)
+            parent = await SimulatedAllocation.filter(instance_id=plan.within).using_db(conn).first()
+            if parent is None or parent.namespace != plan.namespace:
+                raise PermanentError(
+                    f"namespace {plan.namespace} does not exist: its compute instance is not deployed"
+                )
+            if gpus:
+                counts: list[Any] = (
+                    await SimulatedAllocation.filter(
+                        namespace=plan.namespace, allocation_type=_WITHIN, gpu_count__gt=0
+                    )
+                    .exclude(instance_id=plan.instance_id)
+                    .using_db(conn)
+                    .values_list("gpu_count", flat=True)
+                )
+                used = sum(int(count) for count in counts)
+                limit = parent.gpu_count if parent.gpu_vendor == request.vendor else 0
+                if used + gpus > limit:
+                    raise PermanentError(
+                        f'pods "{plan.instance_name}" is forbidden: exceeded quota: compute, requested: '
+                        f"requests.{request.resource_name}={gpus}, used: requests.{request.resource_name}="
+                        f"{used}, limited: requests.{request.resource_name}={limit}"
+                    )
+            row = await SimulatedAllocation.filter(instance_id=plan.instance_id).using_db(conn).first()
+            values: dict[str, Any] = {
+                "namespace": plan.namespace,
+                "allocation_type": _WITHIN,
+                "nodes": [],
+                "shares": [],
+                "gpu_vendor": request.vendor,
+                "gpu_model": None,
+                "gpu_count": gpus,
+                "cpu_millicores": request.cpu if replicas else 0,
+                "memory_bytes": request.memory if replicas else 0,
+                "phase": AllocationPhase.PROGRESSING,
+                "message": f"Scheduling {plan.instance_name}",
+            }
+            if row is None:
+                row = await SimulatedAllocation.create(
+                    using_db=conn, instance_id=plan.instance_id, apply_attempts=1, **values
+                )
+            else:
+                row.update_from_dict({**values, "apply_attempts": row.apply_attempts + 1})
+                await row.save(using_db=conn)
+        if not replicas:
+            return row, f"Scaling {plan.instance_name} to 0 replicas"
+        where = ", ".join([*parent.nodes, *(share["node"] for share in parent.shares)]) or "its nodes"
+        return row, f"Scheduled {plan.instance_name} on {where}"
+
     async def _store(self, plan: Plan, manifests: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Applies the manifests to the instance's row; the objects as the server holds them."""
         async with in_transaction() as conn:
@@ -808,8 +915,19 @@ class SimulatedDriver:
             )
             await self._set_phase(plan.instance_id, AllocationPhase.FAILED, message)
             raise PermanentError(message)
+        if plan.within is not None:
+            await self._phase(report, f"Waiting for {_plural(len(row.objects), 'object')} to be deleted")
+            await SimulatedAllocation.filter(instance_id=plan.instance_id).delete()
+            return
         await self._phase(report, f"Waiting for namespace {row.namespace} to terminate")
-        await SimulatedAllocation.filter(instance_id=plan.instance_id).delete()
+        async with in_transaction() as conn:
+            # The namespace takes everything in it along, service instances' objects included.
+            await SimulatedAllocation.filter(instance_id=plan.instance_id).using_db(conn).delete()
+            await (
+                SimulatedAllocation.filter(namespace=row.namespace, allocation_type=_WITHIN)
+                .using_db(conn)
+                .delete()
+            )
 
     # ----------------------------------------------------------------------------------- observe
 

@@ -1,0 +1,177 @@
+"""The plan of one GPU service instance's run, built by a pure function, as compute instances' plans
+are: a redelivered command builds the same plan, and the drivers need nothing else.
+
+The objects (gpuservice.podspec) go into the compute instance's namespace and are found by the
+service's own label (`owner_label` gpupaas.io/service), so that applying, watching and deleting
+them never touches the compute instance's objects or another service's. `within` names the
+compute instance: a driver admits no capacity for the service, only its compute instance's quota.
+
+Resources. The GPUs are the service's `gpu_count` of the vendor's resource. CPU and memory follow
+the GPUs: a service with n of its compute instance's N GPUs gets n/N of the instance's CPU and
+memory (requests = limits), so that one service on a one-GPU instance has all of it and the
+instance's quota still fits every GPU service it can hold. A service without GPUs sets none and
+gets the namespace's LimitRange defaults. The workspace claim gets the same share of the
+instance's storage (all of the default 20Gi, or less when the instance has less, without GPUs).
+
+Outputs: `nodePort.<port name>` for each port, read from the Service as the cluster filled it in.
+
+Failure injection for the simulated cluster (tests and demos): the compute instance's annotation
+`simulated.gpupaas.io/service-fail` (or `service-fail-times`) becomes `simulated.gpupaas.io/fail`
+(`fail-times`) on its services' plans; see drivers/simulated.py.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any
+
+from gpupaas.gpuservice.podspec import DEFAULT_WORKSPACE_SIZE, build_objects
+from gpupaas.gpuservice.spec import ServiceSpec
+from gpupaas.provisioning import render
+from gpupaas.provisioning.inputs import parse_quantity
+from gpupaas.provisioning.plan import GPU_RESOURCE_NAMES, SERVICE_LABEL, Plan, namespace_for
+
+__all__ = ["NODE_PORT_OUTPUT", "build_service_plan", "node_ports_of", "service_resources"]
+
+NODE_PORT_OUTPUT = "nodePort."
+_SIMULATED = "simulated.gpupaas.io/"
+_SERVICE_PREFIX = _SIMULATED + "service-"
+
+
+def _cpu(cores: Fraction) -> str:
+    millicores = math.floor(cores * 1000)
+    return str(millicores // 1000) if millicores % 1000 == 0 else f"{millicores}m"
+
+
+def _bytes(size: Fraction) -> str:
+    mebibytes = math.floor(size / 2**20)
+    if mebibytes % 1024 == 0:
+        return f"{mebibytes // 1024}Gi"
+    return f"{mebibytes}Mi"
+
+
+def _quantity(text: str) -> Fraction:
+    return Fraction(parse_quantity(text)).limit_denominator(10**6)
+
+
+def service_resources(
+    compute_resources: Mapping[str, Any], gpu_count: int
+) -> tuple[str | None, str | None, str]:
+    """(cpu, memory, workspace size) of a service with `gpu_count` GPUs in a compute instance with
+    `compute_resources` (its snapshot's resources); cpu and memory None: the namespace's defaults."""
+    total = int(compute_resources.get("gpuCount") or 0)
+    storage = _quantity(str(compute_resources["storage"]))
+    default_workspace = _quantity(DEFAULT_WORKSPACE_SIZE)
+    if gpu_count <= 0 or total <= 0:
+        workspace = min(storage, default_workspace)
+        return None, None, _bytes(workspace) if workspace >= 2**20 else DEFAULT_WORKSPACE_SIZE
+    share = Fraction(min(gpu_count, total), total)
+    cpu = _quantity(str(compute_resources["cpu"])) * share
+    memory = _quantity(str(compute_resources["memory"])) * share
+    workspace = storage * share
+    return (
+        _cpu(cpu) if cpu >= Fraction(1, 1000) else None,
+        _bytes(memory) if memory >= 2**20 else None,
+        _bytes(workspace) if workspace >= 2**20 else DEFAULT_WORKSPACE_SIZE,
+    )
+
+
+def simulated_annotations(annotations: Mapping[str, str]) -> dict[str, str]:
+    """The compute instance's `simulated.gpupaas.io/service-*` annotations, for its services."""
+    return {
+        _SIMULATED + key.removeprefix(_SERVICE_PREFIX): value
+        for key, value in annotations.items()
+        if key.startswith(_SERVICE_PREFIX)
+    }
+
+
+def build_service_plan(
+    *,
+    service_id: str,
+    name: str,
+    spec: ServiceSpec,
+    gpu_count: int,
+    compute_id: str,
+    compute_name: str,
+    project: str,
+    compute_resources: Mapping[str, Any],
+    profile_name: str,
+    gpu_resource_names: Mapping[str, str] | None = None,
+    running: bool = True,
+    restart: str | None = None,
+    annotations: Mapping[str, str] | None = None,
+) -> Plan:
+    """The plan of a service instance: running (one replica, `restart` to replace the pod) or
+    stopped (zero replicas). `spec` must be resolved. Raises ValueError for what cannot make valid
+    objects (a spec that passed check_spec and a checked gpu_count always can)."""
+    names = {**GPU_RESOURCE_NAMES, **(gpu_resource_names or {})}
+    resource_name = names.get(spec.vendor, GPU_RESOURCE_NAMES["NVIDIA"])
+    namespace = namespace_for(project, compute_name, compute_id)
+    cpu, memory, workspace = service_resources(compute_resources, gpu_count)
+    manifests = build_objects(
+        spec=spec,
+        name=name,
+        namespace=namespace,
+        instance_id=service_id,
+        compute_instance_id=compute_id,
+        gpu_count=gpu_count,
+        gpu_resource_name=resource_name,
+        replicas=1 if running else 0,
+        cpu=cpu,
+        memory=memory,
+        restart=restart if running else None,
+        workspace_size=workspace,
+    )
+    outputs = tuple(
+        render.OutputDefinition(
+            name=NODE_PORT_OUTPUT + port.name,
+            description=f"The node port of port {port.name}",
+            value=f"{{{{ objects.Service.spec.ports.{index}.nodePort }}}}",
+        )
+        for index, port in enumerate(spec.ports)
+    )
+    context = render.RenderContext(
+        inputs={},
+        instance_name=name,
+        instance_namespace=namespace,
+        instance_id=service_id,
+        profile_name=profile_name,
+        cpu=cpu or "0",
+        memory=memory or "0",
+        storage=workspace,
+        gpu_count=gpu_count,
+        gpu_vendor=spec.vendor,
+        gpu_model=None,
+        gpu_resource_name=resource_name,
+    )
+    return Plan(
+        instance_id=service_id,
+        instance_name=name,
+        project=project,
+        namespace=namespace,
+        allocation="SHARED",
+        cpu=cpu or "0",
+        memory=memory or "0",
+        storage=workspace,
+        gpu_count=gpu_count,
+        gpu_vendor=spec.vendor,
+        gpu_model=None,
+        gpu_resource_name=resource_name,
+        manifests=tuple(manifests),
+        outputs=outputs,
+        context=context,
+        annotations=simulated_annotations(annotations or {}),
+        owner_label=SERVICE_LABEL,
+        within=compute_id,
+    )
+
+
+def node_ports_of(outputs: Mapping[str, str]) -> dict[str, int]:
+    """The node ports, by port name, from an apply's outputs (ports without one are left out)."""
+    ports: dict[str, int] = {}
+    for key, value in outputs.items():
+        if key.startswith(NODE_PORT_OUTPUT) and value.isdigit():
+            ports[key.removeprefix(NODE_PORT_OUTPUT)] = int(value)
+    return ports
