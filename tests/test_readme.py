@@ -11,6 +11,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -70,21 +71,35 @@ def test_first_steps_work_as_written(tmp_path: Path) -> None:
         assert all(
             not v.get("userErrors") for a in answers for v in a["data"].values() if isinstance(v, dict)
         )
-        shared = answers[-3]["data"]["setComputeProfileSharing"]["computeProfile"]["sharing"]
+
+        def answer(field: str, nth: int = 0) -> Any:
+            return [a["data"][field] for a in answers if field in a["data"]][nth]
+
+        shared = answer("setComputeProfileSharing")["computeProfile"]["sharing"]
         assert shared == {"mode": "SELECTED_PROJECTS", "projects": [{"name": "research"}]}
-        catalog = answers[-2]["data"]["catalog"]
+        catalog = answer("catalog")
         assert [p["name"] for p in catalog] == ["h100-small"]
         assert "<strong>H100</strong>" in catalog[0]["readmeHtml"]
-        # the watcher printed the statuses as they came, ending with SUCCESS
+        # the watchers printed the statuses as they came: the instance's, then the service's
         statuses = [
             line.split()[0] for line in result.stdout.splitlines() if line and not line.startswith("{")
         ]
-        assert statuses[-1] == "SUCCESS" and "IN_PROGRESS" in statuses, result.stdout
-        instance = answers[-1]["data"]["computeInstance"]
+        assert "IN_PROGRESS" in statuses and "SUCCESS" in statuses, result.stdout
+        settled = [s for s in statuses if s in ("SUCCESS", "FAILED", "RUNNING", "STOPPED")]
+        assert settled == ["SUCCESS", "RUNNING", "STOPPED", "RUNNING"], result.stdout
+        instance = answer("computeInstance")
         assert instance["status"] == "SUCCESS"
         namespace = {o["key"]: o["value"] for o in instance["outputs"]}["namespace"]
         assert namespace.startswith("research-notebook-1-")
         assert instance["runs"] == [{"action": "DEPLOY", "status": "SUCCEEDED"}]
+        # JupyterLab's Connect link logs in with ?token=, and stop/start keeps it
+        first, last = answer("serviceInstance", 0), answer("serviceInstance", 1)
+        assert first["status"] == last["status"] == "RUNNING"
+        (link,) = first["connect"]
+        assert link["port"] == "jupyter"
+        assert re.fullmatch(r"http://127\.0\.0\.1:3\d{4}/\?token=[0-9a-f]{32}", link["url"]), link
+        assert last["connect"] == first["connect"]
+        assert "You are signed in" in result.stdout  # the link answers (the simulated endpoint)
     finally:
         server.terminate()
         server.wait(timeout=10)

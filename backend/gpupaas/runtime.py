@@ -1,5 +1,6 @@
 """The background parts of a gpupaas process: the bus, the outbox relay, the status broadcaster
-and (in the embedded default, or `gpupaas worker`) a worker with its driver.
+and (in the embedded default, or `gpupaas worker`) a worker with its driver, its drift watch and
+the simulated services' endpoints.
 
 `gpupaas serve` starts all that its settings ask for inside the app's lifespan; `gpupaas worker`
 starts the bus, the relay and the worker only.
@@ -12,6 +13,7 @@ from datetime import timedelta
 from gpupaas.events.broadcast import StatusBroadcaster
 from gpupaas.events.bus import Bus
 from gpupaas.events.relay import TOPICS, Relay
+from gpupaas.gpuservice.endpoints import SimulatedEndpoints
 from gpupaas.provisioning.drivers.base import Driver
 from gpupaas.provisioning.registry import DriverRegistry
 from gpupaas.settings import Settings
@@ -72,6 +74,12 @@ class Runtime:
         self.worker = Worker(self.bus, self.drivers, worker_settings(settings)) if worker_wanted else None
         # Workers watch their clusters for drift (pods that die after a successful deploy).
         self.drift = DriftWatcher(self.drivers) if self.worker is not None else None
+        # What answers at simulated services' Connect links (gpuservice/endpoints.py).
+        self.endpoints = (
+            SimulatedEndpoints(settings.secret_key)
+            if self.worker is not None and settings.simulated_endpoints
+            else None
+        )
         self._started = False
 
     async def start(self) -> None:
@@ -83,6 +91,8 @@ class Runtime:
             await self.worker.start()
         if self.drift is not None:
             await self.drift.start()
+        if self.endpoints is not None:
+            await self.endpoints.start()
         await self.relay.start()
         self._started = True
 
@@ -91,6 +101,8 @@ class Runtime:
             return
         self._started = False
         await self.relay.stop()
+        if self.endpoints is not None:
+            await self.endpoints.stop()
         if self.drift is not None:
             await self.drift.stop()
         if self.worker is not None:

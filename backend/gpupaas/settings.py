@@ -155,6 +155,9 @@ class Settings:
     driver: str = "simulated"
     simulated_inventory: str | None = None
     simulated_phase_seconds: float = 1.0
+    # Open an HTTP endpoint on 127.0.0.1 at each node port of the simulated cluster's RUNNING services
+    # (in processes that run a worker), so that their Connect links answer.
+    simulated_endpoints: bool = True
     # The kubernetes driver: how long a run may wait for readiness, each request, and between polls.
     kubernetes_readiness_timeout_seconds: float = 600.0
     kubernetes_request_timeout_seconds: float = 30.0
@@ -200,6 +203,7 @@ class Settings:
             driver=driver,
             simulated_inventory=_file(env, "GPUPAAS_SIMULATED_INVENTORY"),
             simulated_phase_seconds=_float(env, "GPUPAAS_SIMULATED_PHASE_SECONDS", 1.0),
+            simulated_endpoints=_bool(env, "GPUPAAS_SIMULATED_ENDPOINTS", True),
             kubernetes_readiness_timeout_seconds=_float(
                 env, "GPUPAAS_KUBERNETES_READINESS_TIMEOUT_SECONDS", 600.0, minimum=1.0
             ),

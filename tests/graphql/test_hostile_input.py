@@ -185,6 +185,35 @@ def operations(ids: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
             {"input": {"id": ids["instance_template"], "name": "it1", **INSTANCE_TEMPLATE}},
         ),
         ("mutation($id: ID!) { deleteInstanceTemplate(id: $id) { userErrors { code } } }", {"id": "x"}),
+        (
+            "query($p: String!, $c: ID, $a: String) { serviceInstances(project: $p, computeInstance: $c, after: $a) { totalCount } }",
+            {"p": "ml", "c": ids["instance"], "a": "x"},
+        ),
+        ("query($id: ID!) { serviceInstance(id: $id) { name connect { url } } }", {"id": ids["service"]}),
+        (
+            "mutation($input: CreateServiceInstanceInput!) { createServiceInstance(input: $input) { userErrors { code } } }",
+            {
+                "input": {
+                    "project": "ml",
+                    "computeInstance": ids["instance"],
+                    "template": ids["instance_template"],
+                    "name": "svc9",
+                    "displayName": "S",
+                    "command": ["run", "--token={{generated_token}}"],
+                    "env": [{"key": "K", "value": "v"}],
+                    "ports": [{"name": "http", "port": 80, "accessParams": [{"key": "t", "value": "v"}]}],
+                }
+            },
+        ),
+        *(
+            (f"mutation($id: ID!) {{ {field}(id: $id) {{ userErrors {{ code }} }} }}", {"id": ids["service"]})
+            for field in (
+                "startServiceInstance",
+                "stopServiceInstance",
+                "restartServiceInstance",
+                "deleteServiceInstance",
+            )
+        ),
     ]
 
 
@@ -245,6 +274,7 @@ async def test_hostile_text_in_every_string_argument(db: object, gql: GraphQLCli
         "instance": str(instance.id),
         "instance_template": await _instance_template(),
     }
+    ids["service"] = await _service_instance(ids)
     failures = []
     for query, variables in operations(ids):
         for path in string_paths(variables):
@@ -263,6 +293,20 @@ async def _instance_template() -> str:
 
     data = gpuservice.TemplateIn(name="it1", vendor=Vendor.CPU, image="ubuntu")
     return str((await gpuservice.create_template(await platform_actor(), "ml", data)).id)
+
+
+async def _service_instance(ids: dict[str, str]) -> str:
+    """A service instance of "ml", in its compute instance marked deployed."""
+    from gpupaas.compute.models import ComputeInstance
+    from gpupaas.compute.states import DeploymentStatus
+    from gpupaas.gpuservice import instances as services
+    from tests.factories import platform_actor
+
+    await ComputeInstance.filter(id=ids["instance"]).update(status=DeploymentStatus.SUCCESS)
+    data = services.ServiceIn(
+        project="ml", compute_instance=ids["instance"], template=ids["instance_template"], name="svc1"
+    )
+    return str((await services.create_service(await platform_actor(), data, secret_key="k" * 64)).id)
 
 
 async def test_nul_in_a_string_literal_is_refused(db: object, gql: GraphQLClient) -> None:

@@ -51,6 +51,12 @@ class World:
     global_instance_template: str = ""
     spare_instance_templates: list[str] | None = None
     spare_global_instance_templates: list[str] | None = None
+    service_box: str = ""
+    service: str = ""
+    stopped_services: list[str] | None = None
+    running_services: list[str] | None = None
+    restartable_services: list[str] | None = None
+    deletable_services: list[str] | None = None
 
 
 @dataclass
@@ -319,6 +325,78 @@ OPS += [
 ]
 
 
+OPS += [
+    Op("serviceInstances", '{ serviceInstances(project: "ml") { totalCount } }', lambda w: {}, READ),
+    Op(
+        "serviceInstance",
+        "query($id: ID!) { serviceInstance(id: $id) { name connect { url } } }",
+        lambda w: {"id": w.service},
+        READ,
+    ),
+    Op(
+        "createServiceInstance",
+        'mutation($n: String!, $c: ID!, $t: ID!) { createServiceInstance(input: {project: "ml", computeInstance: $c, template: $t, name: $n, start: false}) { serviceInstance { id } userErrors { code message } } }',
+        lambda w: {"n": _uniq("svc"), "c": w.service_box, "t": w.instance_template},
+        USE,
+    ),
+    Op(
+        "startServiceInstance",
+        "mutation($id: ID!) { startServiceInstance(id: $id) { serviceInstance { id } userErrors { code message } } }",
+        lambda w: {"id": (w.stopped_services or []).pop()},
+        USE,
+    ),
+    Op(
+        "stopServiceInstance",
+        "mutation($id: ID!) { stopServiceInstance(id: $id) { serviceInstance { id } userErrors { code message } } }",
+        lambda w: {"id": (w.running_services or []).pop()},
+        USE,
+    ),
+    Op(
+        "restartServiceInstance",
+        "mutation($id: ID!) { restartServiceInstance(id: $id) { serviceInstance { id } userErrors { code message } } }",
+        lambda w: {"id": (w.restartable_services or []).pop()},
+        USE,
+    ),
+    Op(
+        "deleteServiceInstance",
+        "mutation($id: ID!) { deleteServiceInstance(id: $id) { deletedId userErrors { code } } }",
+        lambda w: {"id": (w.deletable_services or []).pop()},
+        USE,
+    ),
+]
+
+
+async def _service_instances(world: World, box: str) -> None:
+    """Service instances of "ml" in a deployed compute instance, in the statuses the walk needs."""
+    from gpupaas.gpuservice import instances as services
+    from gpupaas.gpuservice.models import ServiceInstance
+    from gpupaas.gpuservice.states import ServiceStatus
+    from tests.factories import platform_actor
+
+    root = await platform_actor()
+
+    async def made(status: ServiceStatus) -> list[str]:
+        ids = []
+        for _ in range(len(ROLES) + 1):
+            data = services.ServiceIn(
+                project="ml",
+                compute_instance=box,
+                template=world.instance_template,
+                name=_uniq("s"),
+                start=False,
+            )
+            ids.append(str((await services.create_service(root, data, secret_key="k" * 64)).id))
+        await ServiceInstance.filter(id__in=ids).update(status=status)
+        return ids
+
+    world.service_box = box
+    world.service = (await made(ServiceStatus.RUNNING))[0]
+    world.stopped_services = await made(ServiceStatus.STOPPED)
+    world.running_services = await made(ServiceStatus.RUNNING)
+    world.restartable_services = await made(ServiceStatus.RUNNING)
+    world.deletable_services = await made(ServiceStatus.STOPPED)
+
+
 async def _instance_templates(world: World) -> None:
     """A template of "ml" and a global one, and spares of each to delete."""
     from gpupaas.catalog.models import Vendor
@@ -390,6 +468,9 @@ async def _world() -> tuple[World, dict[str, str | None]]:
         admin_token_id=str(spare_token.id),
     )
     await _instance_templates(world)
+    box = await make_instance(ml, profile)
+    await ComputeInstance.filter(id=box.id).update(status=DeploymentStatus.SUCCESS)
+    await _service_instances(world, str(box.id))
     tokens: dict[str, str | None] = {
         "anonymous": None,
         "outsider": outsider.token,

@@ -66,6 +66,8 @@ async def ensure_default_cluster() -> Cluster:
             driver=ClusterDriver.SIMULATED,
             is_default=True,
             status=ClusterStatus.READY,
+            # The simulated cluster "runs" on this machine: connect links point here.
+            access_address="127.0.0.1",
         )
     except IntegrityError:  # another process created it first
         return await Cluster.get(name=DEFAULT_CLUSTER)

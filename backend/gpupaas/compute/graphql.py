@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncGenerator
 from datetime import datetime
+from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 
@@ -39,6 +40,10 @@ from gpupaas.graphql.common import (
 )
 from gpupaas.graphql.context import Info
 from gpupaas.graphql.dataloaders import Loaders
+from gpupaas.graphql.follow import follow
+
+if TYPE_CHECKING:
+    from gpupaas.gpuservice.instances_graphql import ServiceInstanceType
 
 DeploymentStatusEnum = strawberry.enum(DeploymentStatus, name="DeploymentStatus")
 RunActionEnum = strawberry.enum(RunAction, name="RunAction")
@@ -138,6 +143,20 @@ class ComputeInstanceType:
         cluster_id = self._model.snapshot.get("clusterId")
         cluster = await info.context.loaders.cluster.load(uuid.UUID(cluster_id)) if cluster_id else None
         return ClusterType.of(cluster) if cluster else None
+
+    @strawberry.field(description="Its GPU service instances, newest first.")
+    async def services(
+        self, info: Info
+    ) -> list[Annotated[ServiceInstanceType, strawberry.lazy("gpupaas.gpuservice.instances_graphql")]]:
+        from gpupaas.gpuservice.instances_graphql import ServiceInstanceType
+
+        rows = await info.context.loaders.services_of_instance.load(self._model.id)
+        # Only its own project's members see them (a project it is shared with sees the instance).
+        if not (
+            info.context.actor.is_platform_admin or self._model.project_id in info.context.actor.roles  # type: ignore[attr-defined]
+        ):
+            return []
+        return [ServiceInstanceType.of(row) for row in rows]
 
     @strawberry.field(description="Newest first.")
     async def runs(self, info: Info) -> list[DeploymentRunType]:
@@ -348,35 +367,10 @@ class ComputeSubscription:
         instance = await service.get_instance(actor, id)
         if instance is None or broadcaster is None:
             raise NotFound("No such compute instance.")
-        async with broadcaster.instance(str(instance.id)) as subscription:
-            # Registered first, read second: a change in between arrives as an event.
-            current = await service.get_instance(actor, id)
-            if current is None:
-                return
-            last = current.version
-            yield _event(current, current.status.value, current.status_message, current.updated_at)
-            while True:
-                item = await _next(subscription)
-                info.context.loaders = Loaders()  # fresh data for every event
-                if isinstance(item, Overflow):
-                    current = await service.get_instance(actor, id)
-                    if current is None:
-                        return
-                    if current.version > last:
-                        last = current.version
-                        yield _event(
-                            current, current.status.value, current.status_message, current.updated_at
-                        )
-                    continue
-                if item.version <= last:
-                    continue
-                last = item.version
-                if item.deleted:
-                    return
-                current = await service.get_instance(actor, id)
-                if current is None:
-                    return
-                yield _event(current, item.status, item.message, datetime.fromisoformat(item.at))
+        async for current, status, message, at in follow(
+            info, broadcaster, str(instance.id), lambda: service.get_instance(actor, id)
+        ):
+            yield _event(current, status, message, at)
 
     @strawberry.subscription(
         description="Every status change of the project's instances (and those shared with it), "
@@ -398,6 +392,7 @@ class ComputeSubscription:
                 item = await _next(subscription)
                 if (
                     isinstance(item, Overflow)
+                    or item.kind != "compute"
                     or item.deleted
                     or item.version <= last.get(item.instance_id, 0)
                 ):

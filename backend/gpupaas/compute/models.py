@@ -61,6 +61,10 @@ class DeploymentRun(Model):
     instance: fields.ForeignKeyRelation[ComputeInstance] = fields.ForeignKeyField(
         "gpupaas.ComputeInstance", related_name="runs", on_delete=fields.CASCADE
     )
+    # Set for the runs of a GPU service instance (start, stop, restart, delete) in the instance.
+    service: fields.ForeignKeyNullableRelation[Any] = fields.ForeignKeyField(
+        "gpupaas.ServiceInstance", related_name="runs", null=True, on_delete=fields.CASCADE
+    )
     action = fields.CharEnumField(RunAction, max_length=16)
     status = fields.CharEnumField(RunStatus, max_length=16, default=RunStatus.QUEUED)
     message: str | None = fields.TextField(null=True)

@@ -10,7 +10,7 @@ is locked on PostgreSQL, and on every database the write is conditional on the v
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -32,6 +32,7 @@ from gpupaas.core.errors import Collector, ErrorCode, Forbidden, NotFound, UserE
 from gpupaas.core.pagination import Page, paginate
 from gpupaas.core.search import matching
 from gpupaas.events import outbox
+from gpupaas.gpuservice.models import ServiceInstance
 from gpupaas.provisioning.inputs import check_value
 from gpupaas.provisioning.plan import PermanentError, Plan, build_plan
 
@@ -454,6 +455,26 @@ async def update_instance(actor: Actor, instance_id: str, data: InstanceIn) -> C
     return await ComputeInstance.get(id=instance.id)
 
 
+async def _refuse_with_services(instance: ComputeInstance, request: Request) -> None:
+    """A compute instance's GPU service instances (and their workspaces) live in its namespace:
+    destroying it would take them along, so they are deleted first, on purpose."""
+    names = (
+        await ServiceInstance.filter(compute_instance_id=instance.id)
+        .order_by("name")
+        .values_list("name", flat=True)
+    )
+    if names:
+        shown = ", ".join(str(n) for n in names[:5]) + (
+            f" and {len(names) - 5} more" if len(names) > 5 else ""
+        )
+        raise UserErrors.one(
+            ("id",),
+            f"cannot {request.value} an instance that runs service instances ({shown}): "
+            "delete them first (their workspaces would be lost with the instance)",
+            ErrorCode.INVALID_STATE,
+        )
+
+
 async def _request_run(
     actor: Actor, instance_id: str, request: Request, action: RunAction
 ) -> ComputeInstance:
@@ -464,6 +485,8 @@ async def _request_run(
             status = states.after_request(request, instance.status)
         except states.TransitionError as error:
             raise _state_error(error) from None
+        if request == Request.DESTROY:
+            await _refuse_with_services(instance, request)
         await _write_status(instance, status, None)
         await _queue_run(instance, action)
         await _announce(instance)
@@ -488,6 +511,7 @@ async def delete(actor: Actor, instance_id: str) -> str:
             states.check(Request.DELETE, instance.status)
         except states.TransitionError as error:
             raise _state_error(error) from None
+        await _refuse_with_services(instance, Request.DELETE)
         if states.needs_destroy_before_delete(instance.status):
             await _write_status(
                 instance, DeploymentStatus.DESTROYING, "deleting: destroying its resources first"
@@ -530,32 +554,46 @@ class ClaimedRun:
     project_name: str
 
 
+async def take_run(
+    run_id: uuid.UUID, worker: str, lease: timedelta, *, service: bool
+) -> DeploymentRun | None:
+    """Inside the caller's transaction: the run, now RUNNING under `worker`'s lease, when it was
+    queued or its worker stopped renewing the lease; None when it is finished, unknown, held by a
+    live worker, or not of the kind asked for (`service`: a GPU service instance's run)."""
+    moment = now()
+    run = await DeploymentRun.select_for_update().get_or_none(id=run_id)
+    if run is None or run.status in states.FINISHED_RUNS:
+        return None
+    if (run.service_id is not None) != service:  # type: ignore[attr-defined]
+        return None
+    if run.status == RunStatus.RUNNING and run.lease_expires_at and run.lease_expires_at > moment:
+        return None
+    taken = await DeploymentRun.filter(
+        Q(id=run_id)
+        & (Q(status=RunStatus.QUEUED) | Q(status=RunStatus.RUNNING, lease_expires_at__lte=moment))
+    ).update(
+        status=RunStatus.RUNNING,
+        lease_owner=worker,
+        lease_expires_at=moment + lease,
+        started_at=run.started_at or moment,
+        attempts=run.attempts + 1,
+    )
+    if not taken:
+        return None
+    taken_run: DeploymentRun = await DeploymentRun.get(id=run_id)
+    return taken_run
+
+
 async def claim_run(run_id: str, worker: str, lease: timedelta) -> ClaimedRun | None:
     """Takes a queued run, or a running one whose worker stopped renewing its lease. None when the
     run is finished, unknown, or held by a live worker: redelivered commands do nothing."""
     rid = parse_id(run_id)
     if rid is None:
         return None
-    moment = now()
     async with in_transaction():
-        run = await DeploymentRun.select_for_update().get_or_none(id=rid)
-        if run is None or run.status in states.FINISHED_RUNS:
+        run = await take_run(rid, worker, lease, service=False)
+        if run is None:
             return None
-        if run.status == RunStatus.RUNNING and run.lease_expires_at and run.lease_expires_at > moment:
-            return None
-        taken = await DeploymentRun.filter(
-            Q(id=rid)
-            & (Q(status=RunStatus.QUEUED) | Q(status=RunStatus.RUNNING, lease_expires_at__lte=moment))
-        ).update(
-            status=RunStatus.RUNNING,
-            lease_owner=worker,
-            lease_expires_at=moment + lease,
-            started_at=run.started_at or moment,
-            attempts=run.attempts + 1,
-        )
-        if not taken:
-            return None
-        run = await DeploymentRun.get(id=rid)
         instance = await _locked(run.instance_id)  # type: ignore[attr-defined]
         project = await Project.get(id=instance.project_id)  # type: ignore[attr-defined]
         started = states.run_started(run.action)
@@ -650,11 +688,45 @@ async def report_drift(instance_id: str, failed: bool, reason: str | None) -> bo
 async def requeue_stale_runs(*, queued_for: timedelta, max_attempts: int) -> int:
     """The database is the truth: a run whose command seems lost (QUEUED too long), or whose worker
     died (RUNNING with an expired lease), is queued again; past max_attempts it fails with a reason."""
+
+    async def fail(run: DeploymentRun) -> None:
+        instance = await _locked(run.instance_id)  # type: ignore[attr-defined]
+        await _write_status(instance, states.run_failed(run.action), run.message)
+        await _announce(instance)
+
+    def command(run: DeploymentRun) -> tuple[str, dict[str, Any]]:
+        instance_id = str(run.instance_id)  # type: ignore[attr-defined]
+        payload = {"type": "run", "runId": str(run.id), "instanceId": instance_id, "action": run.action.value}
+        return instance_id, payload
+
+    return await requeue_stale(
+        queued_for=queued_for,
+        max_attempts=max_attempts,
+        service=False,
+        fail=fail,
+        command=command,
+        retry="deploy again to retry",
+    )
+
+
+async def requeue_stale(
+    *,
+    queued_for: timedelta,
+    max_attempts: int,
+    service: bool,
+    fail: Callable[[DeploymentRun], Awaitable[None]],
+    command: Callable[[DeploymentRun], tuple[str, dict[str, Any]]],
+    retry: str,
+) -> int:
+    """The reaper's work for one kind of run (`service`: GPU service instances' runs): `fail` moves
+    the owner of a run that gave up on (inside the transaction), `command` is (key, payload) of
+    the command that queues a run again, `retry` what a person does to try again."""
     moment = now()
     count = 0
     stale = await DeploymentRun.filter(
         Q(status=RunStatus.QUEUED, queued_at__lte=moment - queued_for)
-        | Q(status=RunStatus.RUNNING, lease_expires_at__lte=moment)
+        | Q(status=RunStatus.RUNNING, lease_expires_at__lte=moment),
+        service_id__isnull=not service,
     ).limit(500)
     for run in stale:
         async with in_transaction():
@@ -663,25 +735,14 @@ async def requeue_stale_runs(*, queued_for: timedelta, max_attempts: int) -> int
                 continue
             if fresh.status == RunStatus.RUNNING and fresh.attempts >= max_attempts:
                 fresh.status = RunStatus.FAILED
-                fresh.message = (
-                    f"the worker stopped responding {fresh.attempts} times; gave up (deploy again to retry)"
-                )
+                fresh.message = f"the worker stopped responding {fresh.attempts} times; gave up ({retry})"
                 fresh.finished_at = moment
                 await fresh.save(update_fields=["status", "message", "finished_at"])
-                instance = await _locked(fresh.instance_id)  # type: ignore[attr-defined]
-                await _write_status(instance, states.run_failed(fresh.action), fresh.message)
-                await _announce(instance)
+                await fail(fresh)
             else:
                 await DeploymentRun.filter(id=fresh.id).update(queued_at=moment)
-                await outbox.add_command(
-                    str(fresh.instance_id),  # type: ignore[attr-defined]
-                    {
-                        "type": "run",
-                        "runId": str(fresh.id),
-                        "instanceId": str(fresh.instance_id),  # type: ignore[attr-defined]
-                        "action": fresh.action.value,
-                    },
-                )
+                key, payload = command(fresh)
+                await outbox.add_command(key, payload)
             count += 1
     if count:
         outbox.notify()

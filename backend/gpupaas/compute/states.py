@@ -26,6 +26,10 @@ class DeploymentStatus(str, Enum):
 class RunAction(str, Enum):
     DEPLOY = "DEPLOY"
     DESTROY = "DESTROY"
+    # GPU service instances' runs (gpuservice/states.py); their delete is a DESTROY.
+    START = "START"
+    STOP = "STOP"
+    RESTART = "RESTART"
 
 
 class RunStatus(str, Enum):

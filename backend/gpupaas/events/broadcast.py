@@ -31,6 +31,8 @@ class StatusEvent:
     version: int
     deleted: bool
     at: str
+    # "compute" (a compute instance) or "service" (a GPU service instance; instance_id is its id).
+    kind: str = "compute"
 
     @classmethod
     def parse(cls, payload: dict[str, Any]) -> StatusEvent:
@@ -44,6 +46,7 @@ class StatusEvent:
             version=int(payload["version"]),
             deleted=bool(payload.get("deleted")),
             at=payload["at"],
+            kind=str(payload.get("kind") or "compute"),
         )
 
     def visible_in(self, project_id: str) -> bool:

@@ -19,7 +19,8 @@ from gpupaas.catalog.models import (
     EnvironmentTemplateVersion,
 )
 from gpupaas.clusters.models import Cluster
-from gpupaas.compute.models import ComputeInstanceShare, DeploymentRun
+from gpupaas.compute.models import ComputeInstance, ComputeInstanceShare, DeploymentRun
+from gpupaas.gpuservice.models import InstanceTemplate, ServiceInstance
 
 M = TypeVar("M", bound=Model)
 
@@ -51,8 +52,18 @@ async def _shares_of_profiles(keys: Sequence[uuid.UUID]) -> list[list[uuid.UUID]
 
 async def _runs_of_instances(keys: Sequence[uuid.UUID]) -> list[list[DeploymentRun]]:
     grouped: dict[uuid.UUID, list[DeploymentRun]] = defaultdict(list)
-    for run in await DeploymentRun.filter(instance_id__in=list(keys)).order_by("-created_at", "-id"):
+    for run in await DeploymentRun.filter(instance_id__in=list(keys), service_id=None).order_by(
+        "-created_at", "-id"
+    ):
         grouped[run.instance_id].append(run)  # type: ignore[attr-defined]
+    return [grouped.get(key, []) for key in keys]
+
+
+async def _services_of_instances(keys: Sequence[uuid.UUID]) -> list[list[ServiceInstance]]:
+    grouped: dict[uuid.UUID, list[ServiceInstance]] = defaultdict(list)
+    rows = await ServiceInstance.filter(compute_instance_id__in=list(keys)).order_by("-created_at", "-id")
+    for row in rows:
+        grouped[row.compute_instance_id].append(row)  # type: ignore[attr-defined]
     return [grouped.get(key, []) for key in keys]
 
 
@@ -104,3 +115,23 @@ class Loaders:
     @cached_property
     def cluster(self) -> DataLoader[uuid.UUID, Cluster | None]:
         return _by_id(Cluster)
+
+    @cached_property
+    def default_cluster(self) -> DataLoader[bool, Cluster | None]:
+        async def load(keys: Sequence[bool]) -> list[Cluster | None]:
+            found = await Cluster.get_or_none(is_default=True)
+            return [found for _ in keys]
+
+        return DataLoader(load_fn=load)
+
+    @cached_property
+    def compute_instance(self) -> DataLoader[uuid.UUID, ComputeInstance | None]:
+        return _by_id(ComputeInstance)
+
+    @cached_property
+    def instance_template(self) -> DataLoader[uuid.UUID, InstanceTemplate | None]:
+        return _by_id(InstanceTemplate)
+
+    @cached_property
+    def services_of_instance(self) -> DataLoader[uuid.UUID, list[ServiceInstance]]:
+        return DataLoader(load_fn=_services_of_instances)

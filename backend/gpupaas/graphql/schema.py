@@ -21,15 +21,31 @@ from gpupaas.catalog.graphql import CatalogMutation, CatalogQuery
 from gpupaas.clusters.graphql import ClustersMutation, ClustersQuery
 from gpupaas.compute.graphql import ComputeMutation, ComputeQuery, ComputeSubscription
 from gpupaas.gpuservice.graphql import GpuServiceMutation, GpuServiceQuery
+from gpupaas.gpuservice.instances_graphql import (
+    ServiceInstanceMutation,
+    ServiceInstanceQuery,
+    ServiceInstanceSubscription,
+)
 from gpupaas.graphql.extensions import ErrorPolicy, TextGuard
 from gpupaas.settings import Settings
 from graphql import GraphQLError
 
-Query = merge_types("Query", (AccountsQuery, CatalogQuery, ComputeQuery, ClustersQuery, GpuServiceQuery))
-Mutation = merge_types(
-    "Mutation", (AccountsMutation, CatalogMutation, ComputeMutation, ClustersMutation, GpuServiceMutation)
+Query = merge_types(
+    "Query",
+    (AccountsQuery, CatalogQuery, ComputeQuery, ClustersQuery, GpuServiceQuery, ServiceInstanceQuery),
 )
-Subscription = merge_types("Subscription", (ComputeSubscription,))
+Mutation = merge_types(
+    "Mutation",
+    (
+        AccountsMutation,
+        CatalogMutation,
+        ComputeMutation,
+        ClustersMutation,
+        GpuServiceMutation,
+        ServiceInstanceMutation,
+    ),
+)
+Subscription = merge_types("Subscription", (ComputeSubscription, ServiceInstanceSubscription))
 
 
 class Schema(strawberry.Schema):

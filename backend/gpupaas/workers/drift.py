@@ -1,6 +1,7 @@
 """Drift: one watch per registered Kubernetes cluster on the objects gpupaas manages. A pod that
 dies turns its SUCCESS instance FAILED with the reason; when it recovers, the instance turns
-SUCCESS again. The driver keeps the watch's resourceVersion and re-lists after 410 Gone, so no
+SUCCESS again; a GPU service instance's pod does the same to its service instance (RUNNING ->
+FAILED -> RUNNING). The driver keeps the watch's resourceVersion and re-lists after 410 Gone, so no
 event is lost across a restart of the watch; this loop restarts a watch that failed."""
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ import uuid
 
 from gpupaas.clusters.models import Cluster, ClusterDriver
 from gpupaas.compute import service as compute
+from gpupaas.gpuservice import instances as services
 from gpupaas.provisioning.drivers.base import Observed, Phase
+from gpupaas.provisioning.drivers.k8s_manifests import SERVICE_DRIFT_PREFIX
 from gpupaas.provisioning.registry import DriverRegistry
 
 log = logging.getLogger("gpupaas.drift")
@@ -60,8 +63,14 @@ class DriftWatcher:
 
     async def _watch(self, cluster_id: uuid.UUID) -> None:
         async def on_change(instance_id: str, observed: Observed) -> None:
-            if observed.phase in (Phase.FAILED, Phase.READY):
-                await compute.report_drift(instance_id, observed.phase == Phase.FAILED, observed.message)
+            if observed.phase not in (Phase.FAILED, Phase.READY):
+                return
+            failed = observed.phase == Phase.FAILED
+            if instance_id.startswith(SERVICE_DRIFT_PREFIX):
+                service_id = instance_id.removeprefix(SERVICE_DRIFT_PREFIX)
+                await services.report_service_drift(service_id, failed, observed.message)
+            else:
+                await compute.report_drift(instance_id, failed, observed.message)
 
         while not self._stop.is_set():
             try:

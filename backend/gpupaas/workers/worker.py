@@ -1,4 +1,5 @@
-"""The worker: consumes gpupaas.commands in the gpupaas-workers group and carries out runs.
+"""The worker: consumes gpupaas.commands in the gpupaas-workers group and carries out runs, of
+compute instances ("run" commands) and of GPU service instances ("service-run" commands).
 
 For each command: claim the run (a finished run, or one another live worker holds, is skipped:
 redelivery is normal), then render the snapshot and apply or destroy it through the driver while a
@@ -18,13 +19,17 @@ import logging
 import os
 import socket
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
 from gpupaas.compute import service as compute
+from gpupaas.compute.models import DeploymentRun
 from gpupaas.compute.states import RunAction
 from gpupaas.events.bus import COMMANDS_TOPIC, DEAD_LETTER_TOPIC, WORKERS_GROUP, Bus, Consumer, Message
-from gpupaas.provisioning.plan import DriverError, PermanentError
+from gpupaas.gpuservice import instances as services
+from gpupaas.provisioning.drivers.base import Driver
+from gpupaas.provisioning.plan import DriverError, PermanentError, Plan
 from gpupaas.provisioning.registry import DriverRegistry, resource_names
 
 log = logging.getLogger("gpupaas.worker")
@@ -95,13 +100,20 @@ class Worker:
     async def handle_message(self, message: Message) -> None:
         try:
             payload = json.loads(message.value)
-            if not isinstance(payload, dict) or payload.get("type") != "run" or "runId" not in payload:
+            if (
+                not isinstance(payload, dict)
+                or payload.get("type") not in ("run", services.SERVICE_RUN)
+                or "runId" not in payload
+            ):
                 raise ValueError("not a run command")
         except ValueError as error:
             await self._dead_letter(message, f"cannot read the command: {error}")
             return
         try:
-            await self.handle_run(str(payload["runId"]))
+            if payload["type"] == services.SERVICE_RUN:
+                await self.handle_service_run(str(payload["runId"]))
+            else:
+                await self.handle_run(str(payload["runId"]))
         except asyncio.CancelledError:
             raise
         except Exception as error:
@@ -131,8 +143,42 @@ class Worker:
                 await heartbeat
         await compute.finish_run(run.id, self.name, succeeded=succeeded, message=message, outputs=outputs)
 
-    async def _carry_out(self, claimed: compute.ClaimedRun) -> tuple[bool, str | None, dict[str, str] | None]:
+    async def handle_service_run(self, run_id: str) -> None:
+        """A GPU service instance's run: start, restart and stop apply its plan (one replica or
+        none), delete destroys it."""
+        claimed = await services.claim_service_run(run_id, self.name, self.settings.lease)
+        if claimed is None:
+            return  # finished already, held by a live worker, or waiting for the run before it
         run = claimed.run
+        cluster_id = claimed.instance.snapshot.get("clusterId")
+
+        async def make_plan() -> tuple[Driver, Plan]:
+            driver, cluster = await self.drivers.driver_for(cluster_id)
+            secret_key = self.drivers.settings.secret_key
+            return driver, services.plan_for(claimed, secret_key, resource_names(cluster))
+
+        heartbeat = asyncio.create_task(self._heartbeat(run.id))
+        try:
+            succeeded, message, outputs = await self._attempts(run, make_plan)
+        finally:
+            heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeat
+        await services.finish_service_run(
+            run.id, self.name, succeeded=succeeded, message=message, outputs=outputs
+        )
+
+    async def _carry_out(self, claimed: compute.ClaimedRun) -> tuple[bool, str | None, dict[str, str] | None]:
+        async def make_plan() -> tuple[Driver, Plan]:
+            driver, cluster = await self.drivers.driver_for(claimed.instance.snapshot.get("clusterId"))
+            return driver, compute.plan_for(claimed.instance, claimed.project_name, resource_names(cluster))
+
+        return await self._attempts(claimed.run, make_plan)
+
+    async def _attempts(
+        self, run: DeploymentRun, make_plan: Callable[[], Awaitable[tuple[Driver, Plan]]]
+    ) -> tuple[bool, str | None, dict[str, str] | None]:
+        """Carries the run out through the driver, retrying temporary failures with backoff."""
 
         async def progress(text: str) -> None:
             await compute.report_progress(run.id, self.name, text)
@@ -140,9 +186,8 @@ class Worker:
         last_error = ""
         for attempt in range(1, self.settings.max_attempts + 1):
             try:
-                driver, cluster = await self.drivers.driver_for(claimed.instance.snapshot.get("clusterId"))
-                plan = compute.plan_for(claimed.instance, claimed.project_name, resource_names(cluster))
-                if run.action == RunAction.DEPLOY:
+                driver, plan = await make_plan()
+                if run.action != RunAction.DESTROY:
                     applied = await driver.apply(plan, progress)
                     await compute.record_applied(run.id, [ref.to_json() for ref in applied.objects])
                     return True, None, applied.outputs
@@ -173,6 +218,9 @@ class Worker:
             await asyncio.sleep(self.settings.reaper_interval_seconds)
             try:
                 await compute.requeue_stale_runs(
+                    queued_for=self.settings.requeue_after, max_attempts=self.settings.max_attempts
+                )
+                await services.requeue_stale_service_runs(
                     queued_for=self.settings.requeue_after, max_attempts=self.settings.max_attempts
                 )
             except asyncio.CancelledError:

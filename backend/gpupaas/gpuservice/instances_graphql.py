@@ -1,0 +1,294 @@
+"""GraphQL for GPU service instances: queries, mutations, the status subscription and
+`ComputeInstance.services`. Thin: every rule lives in `gpuservice.instances`."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncGenerator
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated
+
+import strawberry
+
+from gpupaas.accounts.graphql import ProjectType
+from gpupaas.core.errors import NotAuthenticated, NotFound
+from gpupaas.gpuservice import instances
+from gpupaas.gpuservice.graphql import ContainerPort, ContainerPortInput, InstanceTemplateType
+from gpupaas.gpuservice.models import ImagePullPolicy, Protocol, ServiceInstance
+from gpupaas.gpuservice.states import Request, ServiceStatus
+from gpupaas.graphql.common import (
+    DeletePayload,
+    KeyValue,
+    KeyValueInput,
+    PageInfo,
+    UserError,
+    attempt,
+    cursors_of,
+    delete_payload,
+    page_info,
+    pairs_in,
+)
+from gpupaas.graphql.context import Info
+from gpupaas.graphql.follow import follow
+
+if TYPE_CHECKING:
+    from gpupaas.compute.graphql import ComputeInstanceType
+
+ServiceStatusEnum = strawberry.enum(ServiceStatus, name="ServiceStatus")
+
+
+@strawberry.type(description="Where a person reaches a port: a URL to open, or an ssh command.")
+class ConnectLink:
+    port: str
+    url: str
+
+
+@strawberry.type(
+    name="ServiceInstance",
+    description="The spec is copied from the template at creation, with {{generated_*}} resolved once "
+    "and kept (shown here as written; the connect links carry the values).",
+)
+class ServiceInstanceType:
+    id: strawberry.ID
+    name: str
+    display_name: str
+    image: str
+    image_pull_policy: ImagePullPolicy
+    command: list[str]
+    container_disk: str
+    mount_path: str
+    ports: list[ContainerPort]
+    env: list[KeyValue]
+    gpu_count: int
+    status: ServiceStatus
+    status_message: str | None
+    created_at: datetime
+    updated_at: datetime
+    _model: strawberry.Private[ServiceInstance]
+
+    @strawberry.field
+    async def project(self, info: Info) -> ProjectType:
+        project = await info.context.loaders.project.load(self._model.project_id)  # type: ignore[attr-defined]
+        assert project is not None
+        return ProjectType.of(project)
+
+    @strawberry.field(description="Null once the template is deleted (the instance keeps its copy).")
+    async def template(self, info: Info) -> InstanceTemplateType | None:
+        template_id = self._model.template_id  # type: ignore[attr-defined]
+        template = await info.context.loaders.instance_template.load(template_id) if template_id else None
+        return InstanceTemplateType.of(template) if template else None
+
+    @strawberry.field(description="The template's name when the instance was created.")
+    def template_name(self) -> str:
+        return self._model.template_name
+
+    @strawberry.field
+    async def compute_instance(
+        self, info: Info
+    ) -> Annotated[ComputeInstanceType, strawberry.lazy("gpupaas.compute.graphql")]:
+        from gpupaas.compute.graphql import ComputeInstanceType
+
+        instance = await info.context.loaders.compute_instance.load(self._model.compute_instance_id)  # type: ignore[attr-defined]
+        assert instance is not None  # a foreign key: the row exists
+        return ComputeInstanceType.of(instance)
+
+    @strawberry.field(
+        description="One link per web port (http(s)://<cluster access address>:<node port>/?<access "
+        "params>) and ssh port (an ssh command), once the instance has started."
+    )
+    async def connect(self, info: Info) -> list[ConnectLink]:
+        instance = await info.context.loaders.compute_instance.load(self._model.compute_instance_id)  # type: ignore[attr-defined]
+        cluster_id = instance.snapshot.get("clusterId") if instance else None
+        loaders = info.context.loaders
+        cluster = (
+            await loaders.cluster.load(uuid.UUID(cluster_id))
+            if cluster_id
+            else await loaders.default_cluster.load(True)
+        )
+        links = await instances.connect(info.context.settings.secret_key, self._model, cluster)
+        return [ConnectLink(port=link.port, url=link.url) for link in links]
+
+    @classmethod
+    def of(cls, service: ServiceInstance) -> ServiceInstanceType:
+        spec = service.spec_model()
+        return cls(
+            id=strawberry.ID(str(service.id)),
+            name=service.name,
+            display_name=service.display_name,
+            image=spec.image,
+            image_pull_policy=ImagePullPolicy(spec.image_pull_policy),
+            command=list(spec.command),
+            container_disk=spec.container_disk,
+            mount_path=spec.mount_path,
+            ports=[
+                ContainerPort(
+                    name=port.name,
+                    port=port.port,
+                    protocol=Protocol(port.protocol),
+                    access_params=[KeyValue(key=k, value=v) for k, v in port.access_params],
+                )
+                for port in spec.ports
+            ],
+            env=[KeyValue(key=k, value=v) for k, v in spec.env],
+            gpu_count=service.gpu_count,
+            status=service.status,
+            status_message=service.status_message,
+            created_at=service.created_at,
+            updated_at=service.updated_at,
+            _model=service,
+        )
+
+
+@strawberry.type
+class ServiceInstanceEdge:
+    node: ServiceInstanceType
+    cursor: str
+
+
+@strawberry.type
+class ServiceInstanceConnection:
+    edges: list[ServiceInstanceEdge]
+    page_info: PageInfo
+    total_count: int
+
+
+@strawberry.input(
+    description="A service instance from a template, in a SUCCESS compute instance of the project. "
+    "command, env and ports replace the template's when given; gpuCount defaults to 1 (0 for a CPU "
+    "template); start defaults to true (false: created STOPPED)."
+)
+class CreateServiceInstanceInput:
+    project: str
+    compute_instance: strawberry.ID
+    template: strawberry.ID
+    name: str
+    display_name: str | None = None
+    gpu_count: int | None = None
+    command: list[str] | None = None
+    env: list[KeyValueInput] | None = None
+    ports: list[ContainerPortInput] | None = None
+    start: bool | None = None
+
+
+@strawberry.type
+class ServiceInstancePayload:
+    service_instance: ServiceInstanceType | None
+    user_errors: list[UserError]
+
+
+@strawberry.type
+class ServiceInstanceStatusEvent:
+    instance: ServiceInstanceType
+    status: ServiceStatus
+    message: str | None
+    at: datetime
+
+
+def _payload(found: ServiceInstance | None, errors: list[UserError]) -> ServiceInstancePayload:
+    return ServiceInstancePayload(
+        service_instance=ServiceInstanceType.of(found) if found else None, user_errors=errors
+    )
+
+
+@strawberry.type
+class ServiceInstanceQuery:
+    @strawberry.field(description="A project's service instances (of one compute instance), newest first.")
+    async def service_instances(
+        self,
+        info: Info,
+        project: str,
+        compute_instance: strawberry.ID | None = None,
+        first: int | None = None,
+        after: str | None = None,
+    ) -> ServiceInstanceConnection:
+        page = await instances.list_services(info.context.actor, project, compute_instance, first, after)
+        cursors = cursors_of(page)
+        return ServiceInstanceConnection(
+            edges=[
+                ServiceInstanceEdge(node=ServiceInstanceType.of(row), cursor=c)
+                for row, c in zip(page.rows, cursors, strict=True)
+            ],
+            page_info=page_info(page, cursors),
+            total_count=page.total,
+        )
+
+    @strawberry.field
+    async def service_instance(self, info: Info, id: strawberry.ID) -> ServiceInstanceType | None:
+        found = await instances.get_service(info.context.actor, id)
+        return ServiceInstanceType.of(found) if found else None
+
+
+@strawberry.type
+class ServiceInstanceMutation:
+    @strawberry.mutation
+    async def create_service_instance(
+        self, info: Info, input: CreateServiceInstanceInput
+    ) -> ServiceInstancePayload:
+        data = instances.ServiceIn(
+            project=input.project,
+            compute_instance=input.compute_instance,
+            template=input.template,
+            name=input.name,
+            display_name=input.display_name,
+            gpu_count=input.gpu_count,
+            command=input.command,
+            env=pairs_in(input.env),
+            ports=None if input.ports is None else [p.to_service() for p in input.ports],
+            start=input.start is not False,
+        )
+        secret_key = info.context.settings.secret_key
+        return _payload(
+            *await attempt(instances.create_service(info.context.actor, data, secret_key=secret_key))
+        )
+
+    @strawberry.mutation(description="STOPPED or FAILED -> PENDING -> STARTING -> RUNNING.")
+    async def start_service_instance(self, info: Info, id: strawberry.ID) -> ServiceInstancePayload:
+        return _payload(*await attempt(instances.request(info.context.actor, id, Request.START)))
+
+    @strawberry.mutation(
+        description="RUNNING or FAILED -> STOPPING -> STOPPED: the pod is removed; the spec, its "
+        "generated values (the token) and the workspace are kept."
+    )
+    async def stop_service_instance(self, info: Info, id: strawberry.ID) -> ServiceInstancePayload:
+        return _payload(*await attempt(instances.request(info.context.actor, id, Request.STOP)))
+
+    @strawberry.mutation(description="RUNNING -> PENDING -> STARTING -> RUNNING, with a new pod.")
+    async def restart_service_instance(self, info: Info, id: strawberry.ID) -> ServiceInstancePayload:
+        return _payload(*await attempt(instances.request(info.context.actor, id, Request.RESTART)))
+
+    @strawberry.mutation(
+        description="From any status: its pod, Service and workspace are deleted, then the instance. "
+        "Idempotent while DELETING."
+    )
+    async def delete_service_instance(self, info: Info, id: strawberry.ID) -> DeletePayload:
+        return await delete_payload(instances.delete_service(info.context.actor, id))
+
+
+def _event(
+    found: ServiceInstance, status: str, message: str | None, at: datetime
+) -> ServiceInstanceStatusEvent:
+    return ServiceInstanceStatusEvent(
+        instance=ServiceInstanceType.of(found), status=ServiceStatus(status), message=message, at=at
+    )
+
+
+@strawberry.type
+class ServiceInstanceSubscription:
+    @strawberry.subscription(
+        description="The first event is the service instance's current state; then one event per "
+        "change, in order. Ends when the service instance is deleted."
+    )
+    async def service_instance_status(
+        self, info: Info, id: strawberry.ID
+    ) -> AsyncGenerator[ServiceInstanceStatusEvent, None]:
+        actor = info.context.actor
+        broadcaster = info.context.broadcaster
+        if actor.user is None:
+            raise NotAuthenticated()
+        found = await instances.get_service(actor, id)
+        if found is None or broadcaster is None:
+            raise NotFound("No such service instance.")
+        async for current, status, message, at in follow(
+            info, broadcaster, str(found.id), lambda: instances.get_service(actor, id)
+        ):
+            yield _event(current, status, message, at)

@@ -1,0 +1,84 @@
+"""The endpoints that answer at simulated services' Connect links."""
+
+from __future__ import annotations
+
+import socket
+
+import httpx
+
+from gpupaas.bootstrap import seed
+from gpupaas.clusters.models import Cluster, ClusterDriver
+from gpupaas.compute.models import ComputeInstance
+from gpupaas.compute.states import DeploymentStatus
+from gpupaas.gpuservice import instances
+from gpupaas.gpuservice.endpoints import Endpoint, SimulatedEndpoints, wanted_endpoints
+from gpupaas.gpuservice.models import InstanceTemplate, ServiceInstance
+from gpupaas.gpuservice.states import ServiceStatus
+from tests.factories import make_instance, make_profile, make_project, platform_actor
+
+KEY = "k" * 64
+
+
+def test_the_access_params_decide_the_answer() -> None:
+    endpoint = Endpoint("<b>lab</b>", "img", "jupyter", (("token", "abc"),))
+    status, body = endpoint.answer("/?token=abc")
+    assert status == 200 and "signed in" in body and "&lt;b&gt;lab&lt;/b&gt;" in body
+    assert endpoint.answer("/lab?token=abd")[0] == 403
+    assert endpoint.answer("/")[0] == 403
+    assert Endpoint("x", "img", "http", ()).answer("/anything")[0] == 200
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+async def test_running_services_of_simulated_clusters_are_served(db: object) -> None:
+    await seed()
+    project = await make_project("ml")
+    box = await make_instance(project, await make_profile(project), name="box")
+    await ComputeInstance.filter(id=box.id).update(status=DeploymentStatus.SUCCESS)
+    template = await InstanceTemplate.get(name="jupyterlab-pytorch")
+    data = instances.ServiceIn(
+        project="ml", compute_instance=str(box.id), template=str(template.id), name="nb"
+    )
+    service = await instances.create_service(await platform_actor(), data, secret_key=KEY)
+    port = _free_port()
+    await ServiceInstance.filter(id=service.id).update(node_ports={"jupyter": port})
+    assert await wanted_endpoints(KEY) == {}  # PENDING: nothing answers yet
+
+    await ServiceInstance.filter(id=service.id).update(status=ServiceStatus.RUNNING)
+    token = (
+        instances.resolved_spec(KEY, await ServiceInstance.get(id=service.id)).ports[0].access_params[0][1]
+    )
+    endpoints = SimulatedEndpoints(KEY)
+    try:
+        await endpoints.reconcile()
+        assert endpoints.ports == [port]
+        async with httpx.AsyncClient() as http:
+            assert (await http.get(f"http://127.0.0.1:{port}/?token={token}")).status_code == 200
+            assert (await http.get(f"http://127.0.0.1:{port}/?token=nope")).status_code == 403
+        # Stopped: closed.
+        await ServiceInstance.filter(id=service.id).update(status=ServiceStatus.STOPPED)
+        await endpoints.reconcile()
+        assert endpoints.ports == []
+        # On a real cluster the service answers itself: nothing is opened here.
+        await ServiceInstance.filter(id=service.id).update(status=ServiceStatus.RUNNING)
+        await Cluster.filter(is_default=True).update(driver=ClusterDriver.KUBERNETES)
+        await endpoints.reconcile()
+        assert endpoints.ports == []
+        # A port another program holds is skipped, and taken once it is free.
+        await Cluster.filter(is_default=True).update(driver=ClusterDriver.SIMULATED)
+        with socket.socket() as busy:
+            busy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past the closed one's TIME_WAIT
+            busy.bind(("127.0.0.1", port))
+            busy.listen()
+            await endpoints.reconcile()
+            assert endpoints.ports == []
+        await endpoints.reconcile()
+        assert endpoints.ports == [port]
+    finally:
+        await endpoints.stop()
+    assert endpoints.ports == []

@@ -1,0 +1,123 @@
+"""The steps of service instances' runs as the workers take them: claim, a delete that waits for the
+run under way, the reaper, drift."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from gpupaas.bootstrap import seed
+from gpupaas.compute.models import ComputeInstance, DeploymentRun
+from gpupaas.compute.states import DeploymentStatus, RunAction, RunStatus
+from gpupaas.events.models import OutboxMessage
+from gpupaas.gpuservice import instances
+from gpupaas.gpuservice.models import InstanceTemplate, ServiceInstance
+from gpupaas.gpuservice.states import Request, ServiceStatus
+from tests.factories import make_instance, make_profile, make_project, platform_actor
+
+KEY = "k" * 64
+LEASE = timedelta(seconds=30)
+
+
+@pytest.fixture
+async def service(db: object) -> ServiceInstance:
+    await seed()
+    project = await make_project("ml")
+    box = await make_instance(project, await make_profile(project), name="box")
+    await ComputeInstance.filter(id=box.id).update(status=DeploymentStatus.SUCCESS)
+    template = await InstanceTemplate.get(name="jupyterlab-pytorch")
+    data = instances.ServiceIn(
+        project="ml", compute_instance=str(box.id), template=str(template.id), name="nb"
+    )
+    return await instances.create_service(await platform_actor(), data, secret_key=KEY)
+
+
+async def commands(service: ServiceInstance) -> list[str]:
+    rows = await OutboxMessage.filter(key=str(service.id), topic="gpupaas.commands").order_by("id")
+    return [row.payload["action"] for row in rows]
+
+
+async def test_a_delete_waits_for_the_start_under_way(service: ServiceInstance) -> None:
+    start = await DeploymentRun.get(service_id=service.id)
+    claimed = await instances.claim_service_run(str(start.id), "a", LEASE)
+    assert claimed is not None and claimed.run.action == RunAction.START
+    assert (await ServiceInstance.get(id=service.id)).status == ServiceStatus.STARTING
+    # Plans are built from the claimed run: running, in the compute instance's namespace.
+    plan = instances.plan_for(claimed, KEY)
+    assert plan.within == str(claimed.instance.id) and plan.manifests[1]["spec"]["replicas"] == 1
+
+    await instances.delete_service(await platform_actor(), str(service.id))
+    delete = await DeploymentRun.get(service_id=service.id, action=RunAction.DESTROY)
+    assert await instances.claim_service_run(str(delete.id), "b", LEASE) is None  # the start holds it
+    assert (await DeploymentRun.get(id=delete.id)).status == RunStatus.QUEUED
+
+    # The start ends: the service stays DELETING, and the delete is published again.
+    assert await instances.finish_service_run(
+        start.id, "a", succeeded=True, message=None, outputs={"nodePort.jupyter": "31000"}
+    )
+    assert (await ServiceInstance.get(id=service.id)).status == ServiceStatus.DELETING
+    assert await commands(service) == ["START", "DESTROY", "DESTROY"]
+
+    claimed = await instances.claim_service_run(str(delete.id), "b", LEASE)
+    assert claimed is not None
+    assert await instances.finish_service_run(delete.id, "b", succeeded=True, message=None)
+    assert not await ServiceInstance.exists(id=service.id)
+
+
+async def test_a_run_is_claimed_once_and_finished_by_its_worker_only(service: ServiceInstance) -> None:
+    start = await DeploymentRun.get(service_id=service.id)
+    assert await instances.claim_service_run(str(start.id), "a", LEASE) is not None
+    assert await instances.claim_service_run(str(start.id), "b", LEASE) is None  # redelivered
+    assert not await instances.finish_service_run(start.id, "b", succeeded=True, message=None)
+    assert await instances.finish_service_run(start.id, "a", succeeded=False, message="image pull back-off")
+    found = await ServiceInstance.get(id=service.id)
+    assert (found.status, found.status_message) == (ServiceStatus.FAILED, "image pull back-off")
+    # A compute instance's run id is not a service run (and the other way round).
+    assert await instances.claim_service_run("not-an-id", "a", LEASE) is None
+
+
+async def test_the_reaper_requeues_and_gives_up(service: ServiceInstance) -> None:
+    start = await DeploymentRun.get(service_id=service.id)
+    await DeploymentRun.filter(id=start.id).update(queued_at=start.queued_at - timedelta(minutes=5))  # type: ignore[operator]
+    assert await instances.requeue_stale_service_runs(queued_for=timedelta(seconds=30), max_attempts=3) == 1
+    assert await commands(service) == ["START", "START"]
+
+    assert await instances.claim_service_run(str(start.id), "a", timedelta(seconds=-1)) is not None  # dies
+    await DeploymentRun.filter(id=start.id).update(attempts=3)
+    assert await instances.requeue_stale_service_runs(queued_for=timedelta(seconds=30), max_attempts=3) == 1
+    found = await ServiceInstance.get(id=service.id)
+    assert found.status == ServiceStatus.FAILED
+    assert found.status_message is not None and "start it again to retry" in found.status_message
+
+
+async def test_drift_fails_a_running_service_and_its_recovery_brings_it_back(
+    service: ServiceInstance,
+) -> None:
+    assert not await instances.report_service_drift(str(service.id), True, "OOMKilled")  # PENDING: no news
+    await ServiceInstance.filter(id=service.id).update(status=ServiceStatus.RUNNING)
+    assert await instances.report_service_drift(str(service.id), True, "container main: OOMKilled")
+    found = await ServiceInstance.get(id=service.id)
+    assert (found.status, found.status_message) == (ServiceStatus.FAILED, "drift: container main: OOMKilled")
+    assert await instances.report_service_drift(str(service.id), False, None)
+    assert (await ServiceInstance.get(id=service.id)).status == ServiceStatus.RUNNING
+    # A failed run is not undone by a pod that looks ready.
+    await ServiceInstance.filter(id=service.id).update(status=ServiceStatus.FAILED, drifted=False)
+    assert not await instances.report_service_drift(str(service.id), False, None)
+
+
+async def test_stop_and_restart_build_their_plans(service: ServiceInstance) -> None:
+    await ServiceInstance.filter(id=service.id).update(status=ServiceStatus.RUNNING)
+    actor = await platform_actor()
+    await instances.request(actor, str(service.id), Request.STOP)
+    stop = await DeploymentRun.get(service_id=service.id, action=RunAction.STOP)
+    claimed = await instances.claim_service_run(str(stop.id), "a", LEASE)
+    assert claimed is not None
+    assert instances.plan_for(claimed, KEY).manifests[1]["spec"]["replicas"] == 0
+    await instances.finish_service_run(stop.id, "a", succeeded=True, message=None, outputs={})
+    assert (await ServiceInstance.get(id=service.id)).status == ServiceStatus.STOPPED
+    # A plan cannot be built with another secret key: the run fails saying so.
+    from gpupaas.provisioning.plan import PermanentError
+
+    with pytest.raises(PermanentError, match="another GPUPAAS_SECRET_KEY"):
+        instances.plan_for(claimed, "x" * 64)
