@@ -6,7 +6,9 @@ STAMP := $(VENV)/.installed-stamp
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run test lint typecheck pytest schema check-schema lock clean bench
+NPM_STAMP := node_modules/.installed-stamp
+
+.PHONY: install run test lint typecheck pytest schema check-schema lock clean bench frontend frontend-test
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,7 +19,22 @@ $(STAMP): pyproject.toml requirements.lock
 
 install: $(STAMP)
 
-run: install
+# The studio (frontend/, an npm workspace of the root package.json): installed from the lock,
+# built into backend/gpupaas/static/ (not committed), which `gpupaas serve` serves at /.
+$(NPM_STAMP): package.json package-lock.json frontend/package.json
+	@command -v npm >/dev/null || (echo "npm (Node.js 20+) is needed to build the studio" && exit 1)
+	npm ci --no-audit --no-fund
+	touch $(NPM_STAMP)
+
+frontend: $(NPM_STAMP)
+	npm run build
+
+# Type checks and component tests (Vitest + Testing Library) of the studio.
+frontend-test: $(NPM_STAMP)
+	npm run typecheck
+	npm test
+
+run: install frontend
 	$(BIN)/gpupaas serve --host $(HOST) --port $(PORT)
 
 lint: install
@@ -28,11 +45,12 @@ typecheck: install
 	$(BIN)/mypy
 
 # SQLite, then PostgreSQL (skipped when no server answers and GPUPAAS_TEST_POSTGRES_URL is unset).
-pytest: install
+# The end-to-end tests (tests/e2e) drive Debian's chromium against the built studio.
+pytest: install frontend
 	$(BIN)/pytest -q
 	$(BIN)/pytest -q --db=postgres
 
-test: lint typecheck check-schema pytest
+test: lint typecheck check-schema frontend-test pytest
 
 schema: install
 	$(BIN)/gpupaas export-schema --output schema.graphql

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import httpx
+import pytest
+
+from gpupaas.settings import Settings
 from tests.conftest import Database, GraphQLClient
 
 
@@ -26,6 +32,15 @@ async def test_readyz_follows_the_database(db: Database, gql: GraphQLClient) -> 
         await gdb.close()
 
 
-async def test_the_root_says_where_the_api_is(db: Database, gql: GraphQLClient) -> None:
-    page = await gql.http.get("/")
+async def test_the_root_says_where_the_api_is_until_the_studio_is_built(
+    db: Database, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gpupaas.app
+
+    monkeypatch.setattr(gpupaas.app, "STATIC_DIR", tmp_path / "not-built")
+    app = gpupaas.app.create_app(settings, migrate=False)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://testserver"
+    ) as http:
+        page = await http.get("/")
     assert page.status_code == 200 and 'href="/graphql"' in page.text

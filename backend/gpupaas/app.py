@@ -17,7 +17,6 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
-from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
@@ -33,6 +32,7 @@ from gpupaas.graphql.schema import build_schema
 from gpupaas.provisioning.registry import DriverRegistry
 from gpupaas.runtime import Runtime
 from gpupaas.settings import Settings
+from gpupaas.spa import SpaFiles
 
 log = logging.getLogger("gpupaas")
 STATIC_DIR = Path(__file__).parent / "static"
@@ -177,7 +177,7 @@ def create_app(settings: Settings, *, migrate: bool = True, runtime: Runtime | N
         WebSocketRoute("/graphql", graphql),
     ]
     if STATIC_DIR.is_dir():
-        routes.append(Mount("/", StaticFiles(directory=STATIC_DIR, html=True), name="spa"))
+        routes.append(Mount("/", SpaFiles(directory=STATIC_DIR), name="spa"))
     else:
         routes.append(Route("/", landing))
     return Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(BodySizeLimit)])

@@ -15,6 +15,7 @@ from gpupaas.catalog.readme import (
     readme_problem,
     render_readme,
 )
+from tests.conftest import GraphQLClient
 
 Attrs = list[tuple[str, str | None]]
 
@@ -395,3 +396,20 @@ def test_long_readme_renders_quickly() -> None:
     start = time.perf_counter()
     assert_safe(render(text))
     assert time.perf_counter() - start < 2
+
+
+async def test_the_preview_query_renders_as_the_profile_would(db: object, gql: GraphQLClient) -> None:
+    from tests.factories import make_user
+
+    alice = await make_user("alice")
+    query = "query($m: String!) { renderReadme(markdown: $m) }"
+    payload = '# Small\n\nOne **H100**. <script>alert(1)</script><img src=x onerror="alert(2)">'
+    html = (await gql.data(query, {"m": payload}, token=alice.token))["renderReadme"]
+    assert "<strong>H100</strong>" in html and "<script" not in html and "<img" not in html
+    assert "&lt;script&gt;" in html  # raw HTML shows as text
+    assert html == render_readme(payload)
+    assert (await gql.data(query, {"m": "  "}, token=alice.token))["renderReadme"] is None
+    too_long = await gql(query, {"m": "x" * 200_000}, token=alice.token)
+    assert too_long["errors"][0]["extensions"]["code"] == "INVALID"
+    anonymous = await gql(query, {"m": "# Hi"})
+    assert anonymous["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED"

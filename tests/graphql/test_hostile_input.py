@@ -38,6 +38,7 @@ def operations(ids: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
             {"p": "ml", "s": "x"},
         ),
         ("query($id: ID!) { environmentTemplate(id: $id) { name } }", {"id": ids["template"]}),
+        ("query($m: String!) { renderReadme(markdown: $m) }", {"m": "# Readme"}),
         (
             "query($p: String!, $s: String, $a: String) { computeProfiles(project: $p, search: $s, after: $a) { totalCount } }",
             {"p": "ml", "s": "x", "a": None},

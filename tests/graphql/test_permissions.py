@@ -99,6 +99,7 @@ OPS = [
         READ,
     ),
     Op("catalog", '{ catalog(project: "ml") { name } }', lambda w: {}, READ),
+    Op("renderReadme", '{ renderReadme(markdown: "# Hi") }', lambda w: {}, SELF),
     Op(
         "login",
         'mutation { login(username: "nobody", password: "whatever1") { user { username } } }',

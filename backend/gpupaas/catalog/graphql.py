@@ -15,6 +15,7 @@ import strawberry
 
 from gpupaas.accounts.graphql import ProjectType
 from gpupaas.accounts.models import Project
+from gpupaas.catalog import readme as readme_mod
 from gpupaas.catalog import service
 from gpupaas.catalog.models import (
     AllocationType,
@@ -25,7 +26,9 @@ from gpupaas.catalog.models import (
     Vendor,
     VersionState,
 )
+from gpupaas.catalog.service import SENSITIVE_MASK
 from gpupaas.core import sharing
+from gpupaas.core.errors import InvalidArgument
 from gpupaas.graphql.common import (
     DeletePayload,
     KeyValue,
@@ -343,7 +346,6 @@ class ComputeProfileType:
     readme_html: str | None = strawberry.field(
         description="Rendered and sanitized: safe to put into a page as it is."
     )
-    input_settings: list[InputSetting]
     output_settings: list[OutputSetting]
     created_at: datetime
     updated_at: datetime
@@ -364,6 +366,26 @@ class ComputeProfileType:
             return None
         cluster = await info.context.loaders.cluster.load(cluster_id)
         return Type.of(cluster) if cluster else None
+
+    @strawberry.field(
+        description="One per input of the template version. A sensitive input's value shows as "
+        '"********"; given back unchanged, it keeps the stored value.'
+    )
+    async def input_settings(self, info: Info) -> list[InputSetting]:
+        version = await info.context.loaders.version.load(self._model.template_version_id)  # type: ignore[attr-defined]
+        sensitive = {d["name"] for d in version.inputs if d.get("sensitive")} if version else set()
+        return [
+            InputSetting(
+                name=s["name"],
+                value=SENSITIVE_MASK
+                if s["name"] in sensitive and s.get("value") is not None
+                else s.get("value"),
+                required=bool(s.get("required")),
+                override=OverridePolicy(s.get("override", "ALLOWED")),
+                allowed_values=list(s.get("allowedValues") or []),
+            )
+            for s in self._model.input_settings
+        ]
 
     @strawberry.field
     async def environment_template_version(self, info: Info) -> EnvironmentTemplateVersionType:
@@ -410,16 +432,6 @@ class ComputeProfileType:
             icon_url=profile.icon_url,
             readme=profile.readme,
             readme_html=profile.readme_html,
-            input_settings=[
-                InputSetting(
-                    name=s["name"],
-                    value=s.get("value"),
-                    required=bool(s.get("required")),
-                    override=OverridePolicy(s.get("override", "ALLOWED")),
-                    allowed_values=list(s.get("allowedValues") or []),
-                )
-                for s in profile.input_settings
-            ],
             output_settings=[
                 OutputSetting(
                     name=s["name"], display_name=s.get("displayName"), visible=bool(s.get("visible", True))
@@ -554,6 +566,18 @@ def _profile_payload(profile: ComputeProfile | None, errors: list[UserError]) ->
 
 @strawberry.type
 class CatalogQuery:
+    @strawberry.field(
+        description="A readme as the catalog would show it: markdown rendered and sanitized by the "
+        "server (the profile form's live preview). Null when empty; a readme that cannot be stored "
+        "(too long, control characters) is an INVALID error saying why."
+    )
+    async def render_readme(self, info: Info, markdown: str) -> str | None:
+        info.context.actor.require_user()
+        problem = readme_mod.readme_problem(markdown)
+        if problem is not None:
+            raise InvalidArgument(f"markdown: {problem}")
+        return readme_mod.render_readme(markdown)
+
     @strawberry.field(
         description="The project's templates and the built-in ones; "
         "search matches name, display name and description."

@@ -535,6 +535,11 @@ def _check_pairs(problems: Collector, field: str, pairs: Sequence[tuple[str, str
         problems.check(("input", field), validation.annotations_size(dict(pairs)))
 
 
+# What the API shows instead of a sensitive input's value. Given back unchanged (a form that
+# round-trips what it was shown), it means "keep the value stored".
+SENSITIVE_MASK = "********"
+
+
 def resolve_input_settings(
     problems: Collector,
     definitions: Sequence[InputDefinition],
@@ -566,18 +571,21 @@ def resolve_input_settings(
         required = defn.required if item.required is None else item.required
         if defn.required and not required:
             problems.add((*path, "required"), f'the template requires input "{item.name}"')
-        if item.value is not None:
-            problems.check((*path, "value"), check_value(defn, item.value))
+        value = item.value
+        if defn.sensitive and value == SENSITIVE_MASK:
+            value = (settings.get(item.name) or {}).get("value", defn.default)
+        if value is not None:
+            problems.check((*path, "value"), check_value(defn, value))
         for vindex, allowed_value in enumerate(allowed):
             problems.check((*path, "allowedValues", vindex), check_value(defn, allowed_value))
         if override == OverridePolicy.RESTRICTED:
             if not allowed:
                 problems.add((*path, "allowedValues"), "RESTRICTED needs at least one allowed value")
-            elif item.value is not None and item.value not in allowed:
+            elif value is not None and value not in allowed:
                 problems.add((*path, "value"), "must be one of the allowed values: " + ", ".join(allowed))
         elif allowed:
             problems.add((*path, "allowedValues"), "allowed values apply only with override RESTRICTED")
-        if required and item.value is None and override == OverridePolicy.NOT_ALLOWED:
+        if required and value is None and override == OverridePolicy.NOT_ALLOWED:
             problems.add(
                 (*path, "value"),
                 f'input "{item.name}" is required and users may not override it: give it a value',
@@ -586,7 +594,7 @@ def resolve_input_settings(
         settings[item.name] = {
             "name": item.name,
             # No value given: the template's default stands (users may still override it).
-            "value": item.value if item.value is not None else defn.default,
+            "value": value if value is not None else defn.default,
             "required": required,
             "override": override,
             "allowedValues": allowed,

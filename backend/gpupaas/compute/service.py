@@ -22,7 +22,7 @@ from tortoise.transactions import in_transaction
 from gpupaas.accounts.models import Project
 from gpupaas.accounts.service import Actor, parse_id, project_by_name, require_project
 from gpupaas.catalog.models import ComputeProfile, ComputeProfileShare, SharingMode
-from gpupaas.catalog.service import OverridePolicy, definition_from_json, output_from_json
+from gpupaas.catalog.service import SENSITIVE_MASK, OverridePolicy, definition_from_json, output_from_json
 from gpupaas.clusters.models import Cluster
 from gpupaas.compute import states
 from gpupaas.compute.models import ComputeInstance, ComputeInstanceShare, DeploymentRun
@@ -35,8 +35,6 @@ from gpupaas.events import outbox
 from gpupaas.gpuservice.models import ServiceInstance
 from gpupaas.provisioning.inputs import check_value
 from gpupaas.provisioning.plan import PermanentError, Plan, build_plan
-
-SENSITIVE_MASK = "********"
 
 
 def now() -> datetime:
@@ -212,6 +210,21 @@ def effective_inputs(
     return values
 
 
+def _unmasked(instance: ComputeInstance, given: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The given inputs with a sensitive input's mask (what the API showed) read as "keep it": the
+    instance's own value, or left out (the profile's value stands) when it has none."""
+    sensitive = {d["name"] for d in instance.snapshot.get("inputDefinitions", []) if d.get("sensitive")}
+    own = {pair[0]: pair[1] for pair in instance.inputs}
+    kept: list[tuple[str, str]] = []
+    for name, value in given:
+        if name in sensitive and value == SENSITIVE_MASK:
+            if name in own:
+                kept.append((name, own[name]))
+            continue
+        kept.append((name, value))
+    return kept
+
+
 def masked_inputs(instance: ComputeInstance) -> list[tuple[str, str]]:
     """The effective input values as users see them: sensitive ones masked."""
     snapshot = instance.snapshot
@@ -367,8 +380,9 @@ def _apply_fields(problems: Collector, instance: ComputeInstance, data: Instance
         problems.check(("input", "annotations"), validation.annotations_size(dict(data.annotations)))
         instance.annotations = [list(p) for p in data.annotations]
     if data.inputs is not None:
-        effective_inputs(problems, instance.snapshot, data.inputs)
-        instance.inputs = [list(p) for p in data.inputs]
+        given = _unmasked(instance, data.inputs)
+        effective_inputs(problems, instance.snapshot, given)
+        instance.inputs = [list(p) for p in given]
 
 
 def _check_renders(problems: Collector, instance: ComputeInstance, project_name: str) -> None:

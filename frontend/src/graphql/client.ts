@@ -1,0 +1,75 @@
+import { Client, cacheExchange, fetchExchange, subscriptionExchange } from "urql";
+import { createClient as createWsClient, type Client as WsClient } from "graphql-ws";
+
+/** Whether the live-status websocket is up; the banner shows while it is lost. */
+export type Connection = "connecting" | "connected" | "lost";
+
+type Listener = (state: Connection) => void;
+
+class ConnectionState {
+  private state: Connection = "connecting";
+  private listeners = new Set<Listener>();
+  get current(): Connection {
+    return this.state;
+  }
+  set(next: Connection): void {
+    if (next === this.state) return;
+    this.state = next;
+    for (const listener of this.listeners) listener(next);
+  }
+  subscribe(listener: Listener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+}
+
+export const connection = new ConnectionState();
+
+function websocketUrl(): string {
+  const { protocol, host } = window.location;
+  return `${protocol === "https:" ? "wss:" : "ws:"}//${host}/graphql`;
+}
+
+/** The websocket client: the session cookie signs it in; it reconnects forever, with backoff. */
+export function createWebsocket(url: string = websocketUrl()): WsClient {
+  return createWsClient({
+    url,
+    lazy: true,
+    keepAlive: 15_000,
+    retryAttempts: Number.POSITIVE_INFINITY,
+    shouldRetry: () => true,
+    retryWait: async (retries) => {
+      await new Promise((resolve) => setTimeout(resolve, Math.min(500 * 2 ** retries, 10_000)));
+    },
+    on: {
+      connected: () => connection.set("connected"),
+      closed: () => connection.set("lost"),
+      error: () => connection.set("lost"),
+    },
+  });
+}
+
+/** The GraphQL client: queries and mutations over HTTP (same origin, the session cookie), live
+ * status over graphql-transport-ws. Documents are cached and refetched with cache-and-network where
+ * pages ask for it; mutations invalidate the cached results of the types they return. */
+export function createGraphqlClient(ws: WsClient = createWebsocket()): Client {
+  return new Client({
+    url: "/graphql",
+    fetchOptions: { credentials: "same-origin", headers: { "content-type": "application/json" } },
+    exchanges: [
+      cacheExchange,
+      fetchExchange,
+      subscriptionExchange({
+        forwardSubscription(request) {
+          const input = { ...request, query: request.query || "" };
+          return {
+            subscribe(sink) {
+              const dispose = ws.subscribe(input, sink);
+              return { unsubscribe: dispose };
+            },
+          };
+        },
+      }),
+    ],
+  });
+}

@@ -1,0 +1,160 @@
+import { fireEvent, screen, waitFor, within } from "@testing-library/react";
+import { describe, expect, it } from "vitest";
+
+import { AuthProvider } from "../../app/auth";
+import { fakeClient, renderPage } from "../../test/render";
+import { InstancePage } from "./InstancePage";
+import { instance, auth, stubFonts } from "./testData";
+
+stubFonts();
+
+function setup(answers: Parameters<typeof fakeClient>[0]) {
+  const fake = fakeClient({ ...auth, ...answers });
+  renderPage(
+    <AuthProvider>
+      <InstancePage />
+    </AuthProvider>,
+    { client: fake.client, path: "/p/ml/instances/ci-1", pattern: "/p/:project/instances/:id" },
+  );
+  return fake;
+}
+
+function headerStatus() {
+  return within(screen.getByTestId("instance-status")).getByText(/.+/);
+}
+
+describe("InstancePage", () => {
+  it("disables Destroy while the instance is In Progress, and says why", async () => {
+    const { calls } = setup({ InstanceOverview: { data: { computeInstance: instance({ status: "IN_PROGRESS" }) } } });
+    await screen.findByRole("heading", { name: "Trainer" });
+    expect(headerStatus().closest("[data-status]")).toHaveAttribute("data-status", "IN_PROGRESS");
+
+    const destroy = screen.getByRole("button", { name: "Destroy" });
+    expect(destroy).toHaveAttribute("aria-disabled", "true");
+    expect(destroy).toHaveAccessibleDescription(/Cannot destroy while the instance is In Progress/);
+    fireEvent.click(destroy);
+    expect(screen.queryByRole("dialog")).toBeNull();
+    expect(calls.some((c) => c.name === "InstanceDestroy")).toBe(false);
+
+    // Deploy and Delete wait for the run too; Edit Configuration stays possible.
+    expect(screen.getByRole("button", { name: "Deploy" })).toHaveAttribute("aria-disabled", "true");
+    expect(screen.getByRole("button", { name: "Delete" })).toHaveAttribute("aria-disabled", "true");
+    expect(screen.getByRole("link", { name: "Edit Configuration" })).toHaveAttribute("href", "/p/ml/instances/ci-1/edit");
+  });
+
+  it("lets a deployed instance be destroyed, after asking", async () => {
+    const { calls } = setup({
+      InstanceOverview: { data: { computeInstance: instance({ status: "SUCCESS", statusMessage: null }) } },
+      InstanceDestroy: {
+        data: {
+          destroyComputeInstance: {
+            computeInstance: { id: "ci-1", status: "DESTROYING", statusMessage: null, updatedAt: "2025-03-01T11:00:00+00:00" },
+            userErrors: [],
+          },
+        },
+      },
+    });
+    await screen.findByRole("heading", { name: "Trainer" });
+    const destroy = screen.getByRole("button", { name: "Destroy" });
+    expect(destroy).not.toHaveAttribute("aria-disabled");
+    fireEvent.click(destroy);
+    const dialog = await screen.findByRole("dialog", { name: "Destroy compute instance" });
+    fireEvent.click(within(dialog).getByRole("button", { name: "Destroy" }));
+    await waitFor(() => expect(calls.find((c) => c.name === "InstanceDestroy")?.variables).toEqual({ id: "ci-1" }));
+  });
+
+  it("shows the live status as it comes: an event changes the badge and its message", async () => {
+    setup({
+      InstanceOverview: { data: { computeInstance: instance({ status: "WAITING", statusMessage: null }) } },
+      InstanceStatusLive: {
+        data: {
+          computeInstanceStatus: {
+            status: "SUCCESS",
+            message: "deployed in 42s",
+            at: "2025-03-01T10:05:00+00:00",
+            instance: instance({
+              status: "SUCCESS",
+              statusMessage: "deployed in 42s",
+              updatedAt: "2025-03-01T10:05:00+00:00",
+              outputs: [{ key: "namespace", value: "ml-trainer" }],
+            }),
+          },
+        },
+      },
+    });
+    await screen.findByRole("heading", { name: "Trainer" });
+    await waitFor(() => expect(headerStatus().closest("[data-status]")).toHaveAttribute("data-status", "SUCCESS"));
+    expect(headerStatus()).toHaveTextContent("Success");
+    expect(screen.getByTestId("instance-status-message")).toHaveTextContent("deployed in 42s");
+    // The rest of the page follows the event's instance: its outputs, and Destroy is now possible.
+    expect(within(screen.getByRole("table", { name: "Outputs" })).getByText("ml-trainer")).toBeInTheDocument();
+    expect(screen.getByRole("button", { name: "Destroy" })).not.toHaveAttribute("aria-disabled");
+  });
+
+  it("tells that the profile changed since the snapshot, and lists runs newest first", async () => {
+    setup({
+      InstanceOverview: {
+        data: {
+          computeInstance: instance({
+            status: "FAILED",
+            statusMessage: "the namespace could not be created",
+            outdated: true,
+            runs: [
+              { id: "r2", action: "DEPLOY", status: "FAILED", message: "quota exceeded", attempts: 2, createdAt: "2025-03-01T10:10:00+00:00", startedAt: null, finishedAt: null },
+              { id: "r1", action: "DEPLOY", status: "SUCCEEDED", message: null, attempts: 1, createdAt: "2025-03-01T10:00:00+00:00", startedAt: null, finishedAt: null },
+            ],
+          }),
+        },
+      },
+    });
+    await screen.findByRole("heading", { name: "Trainer" });
+    expect(screen.getByTestId("outdated-notice")).toHaveTextContent("The compute profile changed");
+    const rows = within(screen.getByRole("table", { name: "Runs" })).getAllByRole("row");
+    expect(rows[1]).toHaveTextContent("quota exceeded");
+    expect(rows[2]).toHaveTextContent("Succeeded");
+  });
+
+  it("links services and disables Launch service until the instance is deployed", async () => {
+    setup({
+      InstanceOverview: {
+        data: {
+          computeInstance: instance({
+            status: "NOT_DEPLOYED",
+            statusMessage: null,
+            runs: [],
+            services: [],
+          }),
+        },
+      },
+    });
+    await screen.findByRole("heading", { name: "Trainer" });
+    const services = screen.getByRole("region", { name: "Services" });
+    expect(within(services).getByRole("link", { name: "Service Instances" })).toHaveAttribute("href", "/p/ml/services");
+    const launch = within(services).getByRole("button", { name: "Launch service" });
+    expect(launch).toHaveAttribute("aria-disabled", "true");
+    expect(launch).toHaveAccessibleDescription(/once the status is Success/);
+  });
+
+  it("offers Launch service as a link to the new service page of this instance once deployed", async () => {
+    setup({
+      InstanceOverview: {
+        data: {
+          computeInstance: instance({
+            status: "SUCCESS",
+            statusMessage: null,
+            services: [
+              { id: "s1", name: "jupyter", displayName: "Jupyter", status: "RUNNING", statusMessage: null, templateName: "jupyterlab", template: { id: "t1", displayName: "JupyterLab" } },
+            ],
+          }),
+        },
+      },
+    });
+    await screen.findByRole("heading", { name: "Trainer" });
+    const services = screen.getByRole("region", { name: "Services" });
+    expect(within(services).getByRole("link", { name: "Launch service" })).toHaveAttribute("href", "/p/ml/services/new?computeInstance=ci-1");
+    expect(within(services).getByText("Jupyter")).toBeInTheDocument();
+    expect(within(services).getByText("JupyterLab")).toBeInTheDocument();
+    // Its services must go first: Destroy and Delete say so.
+    expect(screen.getByRole("button", { name: "Destroy" })).toHaveAccessibleDescription(/Delete its service instances first/);
+  });
+});

@@ -1,0 +1,411 @@
+import { ActionIcon, Anchor, Badge, Button, Card, Center, Group, Loader, Menu, Select, Stack, Table, Text, TextInput, Title, Tooltip, VisuallyHidden } from "@mantine/core";
+import { useDebouncedValue, useMediaQuery } from "@mantine/hooks";
+import { IconDots, IconEdit, IconPlayerPlay, IconPlus, IconSearch, IconShare, IconTrash, IconWreckingBall } from "@tabler/icons-react";
+import { useCallback, useEffect, useRef, useState, type ReactNode } from "react";
+import { Link, useSearchParams } from "react-router-dom";
+import { useQuery } from "urql";
+
+import { useProject } from "../../app/project";
+import { describeError } from "../../components/errors";
+import { EmptyState, ErrorState, Loading } from "../../components/states";
+import { StatusBadge, statusLabel } from "../../components/StatusBadge";
+import { graphql } from "../../gql";
+import type { DeploymentStatus } from "../../gql/graphql";
+import { DeleteInstanceModal, DestroyInstanceModal, deleteBlocked, deployBlocked, destroyBlocked, useInstanceActions, type InstanceRef } from "./actions";
+import { currentStatus, useInstanceEvents } from "./live";
+import { SharingBadge, SharingModal, type SharingTarget } from "./SharingModal";
+import { useInstanceList, type Row } from "./useInstanceList";
+
+export const STATUSES: DeploymentStatus[] = ["NOT_DEPLOYED", "WAITING", "IN_PROGRESS", "SUCCESS", "FAILED", "DESTROYING"];
+
+export const InstanceGoneCheckDocument = graphql(`
+  query InstanceGoneCheck($id: ID!) {
+    computeInstance(id: $id) {
+      id
+      status
+    }
+  }
+`);
+
+/** Deleting a deployed instance destroys it first, and the project's events say nothing once it is
+ * removed: while a row is Destroying, this asks every few seconds whether it still exists. */
+function GoneWatcher({ id, onGone }: { id: string; onGone: (id: string) => void }) {
+  const [{ data, fetching }, reexecute] = useQuery({ query: InstanceGoneCheckDocument, variables: { id }, requestPolicy: "network-only" });
+  useEffect(() => {
+    if (data && data.computeInstance === null) onGone(id);
+  }, [data, id, onGone]);
+  useEffect(() => {
+    if (fetching) return;
+    const timer = window.setTimeout(() => reexecute({ requestPolicy: "network-only" }), 3000);
+    return () => window.clearTimeout(timer);
+  }, [fetching, data, reexecute]);
+  return null;
+}
+
+function MenuAction({
+  reason,
+  icon,
+  color,
+  onClick,
+  children,
+}: {
+  reason: string | null;
+  icon: ReactNode;
+  color?: string;
+  onClick: () => void;
+  children: ReactNode;
+}) {
+  return (
+    <Menu.Item leftSection={icon} color={reason ? undefined : color} disabled={reason !== null} onClick={onClick}>
+      <Stack gap={0}>
+        <Text size="sm">{children}</Text>
+        {reason && (
+          <Text size="xs" c="dimmed" maw={240} style={{ whiteSpace: "normal" }}>
+            {reason}
+          </Text>
+        )}
+      </Stack>
+    </Menu.Item>
+  );
+}
+
+/** The project's compute instances (and those shared with it), statuses live. */
+export function InstancesPage() {
+  const { project } = useProject();
+  const [params, setParams] = useSearchParams();
+  const statusParam = params.get("status");
+  const status = STATUSES.includes(statusParam as DeploymentStatus) ? (statusParam as DeploymentStatus) : null;
+  const [search, setSearch] = useState(params.get("q") ?? "");
+  const [debounced] = useDebouncedValue(search.trim(), 300);
+  const list = useInstanceList(project, debounced, status);
+  const live = useInstanceEvents(project);
+  const actions = useInstanceActions();
+  const [busy, setBusy] = useState<Record<string, string>>({});
+  const [deleting, setDeleting] = useState<InstanceRef | null>(null);
+  const [sharing, setSharing] = useState<SharingTarget | null>(null);
+  const [destroying, setDestroying] = useState<Row | null>(null);
+  const phone = useMediaQuery("(max-width: 48em)", false, { getInitialValueInEffect: false });
+  const base = `/p/${project}`;
+
+  // The search goes into the address too (?q=), so that a link or a reload keeps it.
+  const written = useRef(debounced);
+  useEffect(() => {
+    if (written.current === debounced) return;
+    written.current = debounced;
+    setParams(
+      (current) => {
+        const next = new URLSearchParams(current);
+        if (debounced) next.set("q", debounced);
+        else next.delete("q");
+        return next;
+      },
+      { replace: true },
+    );
+  }, [debounced, setParams]);
+
+  // An event about an instance the list does not hold: a new one (or one newly shared). Ask again.
+  const known = useRef(new Set<string>());
+  known.current = new Set(list.rows.map((row) => row.id));
+  const { refresh } = list;
+  const lastEvent = live.feed[0];
+  const { loaded } = list;
+  useEffect(() => {
+    if (!loaded || !lastEvent || known.current.has(lastEvent.id)) return;
+    const timer = window.setTimeout(refresh, 400);
+    return () => window.clearTimeout(timer);
+  }, [loaded, lastEvent, refresh]);
+
+  const ref = (row: Row): InstanceRef => ({
+    id: row.id,
+    name: row.name,
+    displayName: row.displayName,
+    status: currentStatus(row, live).status,
+    serviceCount: row.services.length,
+    readOnly: row.project.name !== project,
+  });
+
+  const run = async (row: Row, kind: "deploy" | "destroy") => {
+    setBusy((b) => ({ ...b, [row.id]: kind }));
+    const changed = kind === "deploy" ? await actions.deploy(ref(row)) : await actions.destroy(ref(row));
+    setBusy(({ [row.id]: _, ...rest }) => rest);
+    if (changed) list.patch(row.id, { status: changed.status, statusMessage: changed.statusMessage, updatedAt: changed.updatedAt });
+  };
+
+  const { drop } = list;
+  const onGone = useCallback((id: string) => drop(id), [drop]);
+
+  const setStatus = (value: string | null) =>
+    setParams(
+      (current) => {
+        const next = new URLSearchParams(current);
+        if (value) next.set("status", value);
+        else next.delete("status");
+        return next;
+      },
+      { replace: true },
+    );
+
+  const nameCell = (row: Row) => (
+    <Stack gap={0} style={{ minWidth: 0 }}>
+      <Anchor component={Link} to={`${base}/instances/${row.id}`} fw={500}>
+        {row.displayName}
+      </Anchor>
+      <Text size="xs" c="dimmed" ff="monospace">
+        {row.name}
+      </Text>
+    </Stack>
+  );
+
+  const sharingCell = (row: Row) =>
+    row.project.name !== project ? (
+      <Tooltip label="Shared with this project read-only by its own project">
+        <Badge variant="outline" color="gray" tt="none">
+          From {row.project.displayName || row.project.name}
+        </Badge>
+      </Tooltip>
+    ) : (
+      <SharingBadge sharing={row.sharing} />
+    );
+
+  const actionsCell = (row: Row) => {
+    const instance = ref(row);
+    const shared = row.project.name !== project;
+    if (busy[row.id]) return <Loader size="sm" aria-label={`Working on ${row.displayName}`} />;
+    return (
+      <Menu position="bottom-end" withinPortal>
+        <Menu.Target>
+          <ActionIcon variant="subtle" color="gray" aria-label={`Actions for ${row.displayName}`}>
+            <IconDots size={18} />
+          </ActionIcon>
+        </Menu.Target>
+        <Menu.Dropdown>
+          {shared ? (
+            <MenuAction reason="Only its own project may change it." icon={<IconEdit size={16} />} onClick={() => undefined}>
+              Edit Configuration
+            </MenuAction>
+          ) : (
+            <Menu.Item leftSection={<IconEdit size={16} />} component={Link} to={`${base}/instances/${row.id}/edit`}>
+              Edit Configuration
+            </Menu.Item>
+          )}
+          <MenuAction reason={deployBlocked(instance)} icon={<IconPlayerPlay size={16} />} onClick={() => void run(row, "deploy")}>
+            Deploy
+          </MenuAction>
+          <MenuAction reason={destroyBlocked(instance)} icon={<IconWreckingBall size={16} />} color="orange" onClick={() => setDestroying(row)}>
+            Destroy
+          </MenuAction>
+          <MenuAction
+            reason={shared ? "Only its own project manages its sharing." : null}
+            icon={<IconShare size={16} />}
+            onClick={() => setSharing({ id: row.id, name: row.name, displayName: row.displayName, project: row.project.name, sharing: row.sharing })}
+          >
+            Manage Sharing
+          </MenuAction>
+          <Menu.Divider />
+          <MenuAction reason={deleteBlocked(instance)} icon={<IconTrash size={16} />} color="red" onClick={() => setDeleting(instance)}>
+            Delete
+          </MenuAction>
+        </Menu.Dropdown>
+      </Menu>
+    );
+  };
+
+  let body: ReactNode;
+  if (list.error && !list.loaded) {
+    body = <ErrorState message={describeError(list.error) ?? "The compute instances could not be loaded."} onRetry={list.refresh} />;
+  } else if (!list.loaded) {
+    body = <Loading label="Loading compute instances" />;
+  } else if (list.rows.length === 0 && (debounced || status)) {
+    body = (
+      <EmptyState
+        title="No compute instance matches"
+        action={
+          <Button
+            variant="light"
+            onClick={() => {
+              setSearch("");
+              setStatus(null);
+            }}
+          >
+            Clear the filters
+          </Button>
+        }
+      >
+        {debounced ? `Nothing matches “${debounced}”` : "Nothing"}
+        {status ? ` with the status ${statusLabel(status)}` : ""}.
+      </EmptyState>
+    );
+  } else if (list.rows.length === 0) {
+    body = (
+      <EmptyState
+        title="No compute instances yet"
+        action={
+          <Button component={Link} to={`${base}/catalog`}>
+            Browse the catalog
+          </Button>
+        }
+      >
+        Launch a compute instance from a SKU of the catalog: it appears here with its deployment status.
+      </EmptyState>
+    );
+  } else if (phone) {
+    body = (
+      <Stack gap="sm" role="list" aria-label="Compute instances">
+        {list.rows.map((row) => {
+          const { status: rowStatus, message } = currentStatus(row, live);
+          return (
+            <Card key={row.id} withBorder padding="md" role="listitem" data-testid={`instance-row-${row.name}`}>
+              <Group justify="space-between" wrap="nowrap" align="flex-start">
+                {nameCell(row)}
+                {actionsCell(row)}
+              </Group>
+              <Stack gap={2} mt="xs" align="flex-start">
+                <StatusBadge status={rowStatus} />
+                {message && (
+                  <Text size="xs" c={rowStatus === "FAILED" ? "red" : "dimmed"} lineClamp={3}>
+                    {message}
+                  </Text>
+                )}
+              </Stack>
+              <Group gap="xs" mt="xs" wrap="wrap">
+                {sharingCell(row)}
+                <Text size="xs" c="dimmed">
+                  {row.profileName} · {new Date(row.createdAt).toLocaleString()}
+                </Text>
+              </Group>
+            </Card>
+          );
+        })}
+      </Stack>
+    );
+  } else {
+    body = (
+      <Table.ScrollContainer minWidth={860}>
+        <Table highlightOnHover verticalSpacing="sm" aria-label="Compute instances">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>Name</Table.Th>
+              <Table.Th>Publish status</Table.Th>
+              <Table.Th>Sharing</Table.Th>
+              <Table.Th>Profile</Table.Th>
+              <Table.Th>Created</Table.Th>
+              <Table.Th w={56}>
+                <VisuallyHidden>Actions</VisuallyHidden>
+              </Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {list.rows.map((row) => {
+              const { status: rowStatus, message } = currentStatus(row, live);
+              return (
+                <Table.Tr key={row.id} data-testid={`instance-row-${row.name}`}>
+                  <Table.Td>{nameCell(row)}</Table.Td>
+                  <Table.Td>
+                    <Stack gap={2} align="flex-start">
+                      <StatusBadge status={rowStatus} />
+                      {message && (
+                        <Text size="xs" c={rowStatus === "FAILED" ? "red" : "dimmed"} lineClamp={2} maw={260}>
+                          {message}
+                        </Text>
+                      )}
+                    </Stack>
+                  </Table.Td>
+                  <Table.Td>{sharingCell(row)}</Table.Td>
+                  <Table.Td>
+                    {row.profile ? (
+                      <Anchor component={Link} to={`${base}/catalog/${row.profile.id}`} size="sm">
+                        {row.profileName}
+                      </Anchor>
+                    ) : (
+                      <Text size="sm">{row.profileName}</Text>
+                    )}
+                  </Table.Td>
+                  <Table.Td>
+                    <Text size="sm">{new Date(row.createdAt).toLocaleString()}</Text>
+                  </Table.Td>
+                  <Table.Td>{actionsCell(row)}</Table.Td>
+                </Table.Tr>
+              );
+            })}
+          </Table.Tbody>
+        </Table>
+      </Table.ScrollContainer>
+    );
+  }
+
+  return (
+    <Stack gap="md">
+      <Group justify="space-between" align="flex-end" wrap="wrap">
+        <Stack gap={2}>
+          <Title order={2}>Compute Instances</Title>
+          <Text c="dimmed" size="sm">
+            {list.loaded ? `${list.total} instance${list.total === 1 ? "" : "s"}` : "Instances of this project and those shared with it"}
+            {" · statuses update live"}
+          </Text>
+        </Stack>
+        <Button component={Link} to={`${base}/catalog`} leftSection={<IconPlus size={16} />}>
+          New Compute Instance
+        </Button>
+      </Group>
+      <Group gap="sm" wrap="wrap">
+        <TextInput
+          aria-label="Search compute instances"
+          placeholder="Search by name or description"
+          leftSection={<IconSearch size={16} />}
+          value={search}
+          onChange={(event) => setSearch(event.currentTarget.value)}
+          w={{ base: "100%", sm: 320 }}
+          rightSection={list.fetching && list.loaded ? <Loader size="xs" aria-label="Searching" /> : undefined}
+        />
+        <Select
+          aria-label="Status"
+          placeholder="Any status"
+          clearable
+          data={STATUSES.map((value) => ({ value, label: statusLabel(value) }))}
+          value={status}
+          onChange={setStatus}
+          w={{ base: "100%", sm: 200 }}
+          comboboxProps={{ withinPortal: true }}
+        />
+      </Group>
+      {body}
+      {list.loadMoreError && <ErrorState message={describeError(list.loadMoreError) ?? "More instances could not be loaded."} onRetry={list.loadMore} />}
+      {list.hasMore && (
+        <Center>
+          <Button variant="default" onClick={list.loadMore} loading={list.loadingMore}>
+            Load more ({list.rows.length} of {list.total})
+          </Button>
+        </Center>
+      )}
+      {list.rows
+        .filter((row) => currentStatus(row, live).status === "DESTROYING")
+        .map((row) => (
+          <GoneWatcher key={row.id} id={row.id} onGone={onGone} />
+        ))}
+      <DeleteInstanceModal
+        instance={deleting}
+        onClose={() => setDeleting(null)}
+        onDeleted={(instance) => {
+          setDeleting(null);
+          // A deployed one is destroyed first (its row says so until it is gone); the rest go at once.
+          if (instance.status === "NOT_DEPLOYED") list.drop(instance.id);
+          else list.patch(instance.id, { status: "DESTROYING", statusMessage: "deleting: destroying its resources first", updatedAt: new Date().toISOString() });
+        }}
+      />
+      <DestroyInstanceModal
+        instance={destroying ? ref(destroying) : null}
+        onClose={() => setDestroying(null)}
+        onConfirm={async () => {
+          const row = destroying;
+          setDestroying(null);
+          if (row) await run(row, "destroy");
+        }}
+      />
+      <SharingModal
+        target={sharing}
+        onClose={() => setSharing(null)}
+        onSaved={(id, value) => list.patch(id, { sharing: { ...value, projects: [...value.projects] } })}
+      />
+    </Stack>
+  );
+}

@@ -1,0 +1,91 @@
+import { useSubscription } from "urql";
+
+import { graphql } from "../../gql";
+import type { InstanceEventsSubscription } from "../../gql/graphql";
+
+/** Every status change of the project's instances (and those shared with it). */
+export const InstanceEventsDocument = graphql(`
+  subscription InstanceEvents($project: String!) {
+    computeInstanceEvents(project: $project) {
+      status
+      message
+      at
+      instance {
+        id
+        name
+        displayName
+        updatedAt
+        project {
+          id
+          name
+        }
+      }
+    }
+  }
+`);
+
+export interface LiveEvent {
+  id: string;
+  name: string;
+  displayName: string;
+  project: string;
+  status: string;
+  message: string | null;
+  at: string;
+}
+
+export interface LiveState {
+  /** The latest event of each instance. */
+  byId: Record<string, LiveEvent>;
+  /** The latest events, newest first. */
+  feed: LiveEvent[];
+}
+
+const FEED_SIZE = 20;
+export const EMPTY_LIVE: LiveState = { byId: {}, feed: [] };
+
+function time(value: string): number {
+  const parsed = Date.parse(value);
+  return Number.isNaN(parsed) ? 0 : parsed;
+}
+
+export function reduceLive(previous: LiveState | undefined, data: InstanceEventsSubscription): LiveState {
+  const state = previous ?? EMPTY_LIVE;
+  const event = data.computeInstanceEvents;
+  const live: LiveEvent = {
+    id: event.instance.id,
+    name: event.instance.name,
+    displayName: event.instance.displayName,
+    project: event.instance.project.name,
+    status: event.status,
+    message: event.message ?? null,
+    at: event.at,
+  };
+  const known = state.byId[live.id];
+  // Events come in order per instance; never go back to an older one.
+  if (known && time(known.at) > time(live.at)) return state;
+  return { byId: { ...state.byId, [live.id]: live }, feed: [live, ...state.feed].slice(0, FEED_SIZE) };
+}
+
+/** The live status events of a project's instances, from the moment the page opened. */
+export function useInstanceEvents(project: string): LiveState {
+  const [{ data }] = useSubscription({ query: InstanceEventsDocument, variables: { project }, pause: !project }, reduceLive);
+  return data ?? EMPTY_LIVE;
+}
+
+/** A row's status: the live event's when it is newer than what the query returned. */
+export function currentStatus(
+  row: { id: string; status: string; statusMessage?: string | null; updatedAt: string },
+  live: LiveState,
+): { status: string; message: string | null } {
+  const event = live.byId[row.id];
+  if (event && time(event.at) >= time(row.updatedAt)) return { status: event.status, message: event.message };
+  return { status: row.status, message: row.statusMessage ?? null };
+}
+
+/** A run is under way: deploy, destroy and delete are refused. */
+export const BUSY_STATUSES = ["WAITING", "IN_PROGRESS", "DESTROYING"];
+
+export function isBusy(status: string): boolean {
+  return BUSY_STATUSES.includes(status);
+}

@@ -1,0 +1,76 @@
+import { screen, waitFor, within } from "@testing-library/react";
+import { describe, expect, it } from "vitest";
+
+import { AuthProvider } from "../../app/auth";
+import { fakeClient, renderPage } from "../../test/render";
+import { meAnswer } from "../instance-templates/testing";
+import { ServiceDetailPage } from "./ServiceDetailPage";
+
+const SERVICE = {
+  id: "s1",
+  name: "lab",
+  displayName: "My lab",
+  templateName: "jupyterlab-pytorch",
+  gpuCount: 1,
+  status: "STARTING",
+  statusMessage: "pulling the image",
+  createdAt: "2025-01-01T00:00:00Z",
+  updatedAt: "2025-01-01T00:00:00Z",
+  connect: [],
+  template: { id: "t1", displayName: "JupyterLab", vendor: "NVIDIA" },
+  computeInstance: {
+    id: "c1",
+    name: "box",
+    displayName: "Box",
+    status: "SUCCESS",
+    resources: { gpuCount: 2, gpuVendor: "NVIDIA", gpuModel: "A100" },
+    cluster: { id: "k1", name: "simulated", displayName: "Simulated cluster" },
+  },
+  image: "nvcr.io/nvidia/pytorch:25.01-py3",
+  imagePullPolicy: "IF_NOT_PRESENT",
+  command: ["jupyter", "lab", "--ServerApp.token={{generated_token}}"],
+  containerDisk: "15Gi",
+  mountPath: "/workspace",
+  ports: [{ name: "jupyter", port: 8888, protocol: "TCP", accessParams: [{ key: "token", value: "{{generated_token}}" }] }],
+  env: [{ key: "HF_HOME", value: "/workspace/.cache/huggingface" }],
+  project: { name: "ml" },
+};
+
+describe("service page", () => {
+  it("shows the spec, and the status and Connect links live", async () => {
+    const { client } = fakeClient({
+      Me: meAnswer(false, "MEMBER"),
+      ServiceDetail: { data: { serviceInstance: SERVICE } },
+      ServiceStatusLive: {
+        data: {
+          serviceInstanceStatus: {
+            status: "RUNNING",
+            message: null,
+            at: "2025-01-01T00:02:00Z",
+            instance: {
+              id: "s1",
+              status: "RUNNING",
+              statusMessage: null,
+              updatedAt: "2025-01-01T00:02:00Z",
+              connect: [{ port: "jupyter", url: "http://127.0.0.1:31888/?token=abc" }],
+            },
+          },
+        },
+      },
+    });
+    renderPage(
+      <AuthProvider>
+        <ServiceDetailPage />
+      </AuthProvider>,
+      { client, path: "/p/ml/services/s1", pattern: "/p/:project/services/:id" },
+    );
+    expect(await screen.findByRole("heading", { name: "My lab" })).toBeInTheDocument();
+    expect(screen.getByText(/--ServerApp.token=\{\{generated_token\}\}/)).toBeInTheDocument();
+    expect(screen.getByRole("link", { name: "Box" })).toHaveAttribute("href", "/p/ml/instances/c1");
+    await waitFor(() => expect(screen.getByRole("link", { name: /Connect to jupyter/ })).toHaveAttribute("href", "http://127.0.0.1:31888/?token=abc"));
+    const header = screen.getByRole("heading", { name: "My lab" }).parentElement!;
+    expect(within(header).getByText("Running")).toBeInTheDocument();
+    expect(screen.getByRole("button", { name: "Stop My lab" })).not.toHaveAttribute("aria-disabled");
+    expect(screen.getByRole("button", { name: "Start My lab" })).toHaveAttribute("aria-disabled", "true");
+  });
+});

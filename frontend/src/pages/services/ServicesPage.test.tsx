@@ -1,0 +1,219 @@
+import { notifications } from "@mantine/notifications";
+import { fireEvent, screen, waitFor, within } from "@testing-library/react";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+
+import { AuthProvider } from "../../app/auth";
+import { fakeClient, renderPage } from "../../test/render";
+import { meAnswer } from "../instance-templates/testing";
+import { ServicesPage } from "./ServicesPage";
+
+const TOKEN = "0123456789abcdef0123456789abcdef";
+
+function service(name: string, status: string, extra: Record<string, unknown> = {}) {
+  return {
+    id: `s-${name}`,
+    name,
+    displayName: name,
+    templateName: "jupyterlab-pytorch",
+    gpuCount: 1,
+    status,
+    statusMessage: null,
+    createdAt: "2025-01-01T00:00:00Z",
+    updatedAt: "2025-01-01T00:00:00Z",
+    connect: [],
+    template: { id: "t1", displayName: "JupyterLab (PyTorch, NVIDIA)", vendor: "NVIDIA" },
+    computeInstance: { id: "c1", name: "box", displayName: "Box", resources: { gpuVendor: "NVIDIA" } },
+    ...extra,
+  };
+}
+
+const SERVICES = [
+  service("lab", "RUNNING", {
+    connect: [
+      { port: "jupyter", url: `http://gpu.example.com:30888/?token=${TOKEN}` },
+      { port: "ssh", url: "ssh -p 30022 root@gpu.example.com" },
+    ],
+  }),
+  service("idle", "STOPPED"),
+  service("booting", "STARTING"),
+  service("broken", "FAILED", { statusMessage: "image pull failed" }),
+  service("going", "DELETING"),
+];
+
+function list(nodes = SERVICES) {
+  return {
+    data: {
+      serviceInstances: {
+        totalCount: nodes.length,
+        pageInfo: { hasNextPage: false, endCursor: null },
+        edges: nodes.map((node) => ({ cursor: node.id, node })),
+      },
+    },
+  };
+}
+
+const INSTANCES = {
+  data: {
+    computeInstances: {
+      totalCount: 1,
+      edges: [
+        {
+          node: {
+            id: "c1",
+            name: "box",
+            displayName: "Box",
+            status: "SUCCESS",
+            project: { name: "ml" },
+            resources: { gpuCount: 4, gpuVendor: "NVIDIA", gpuModel: "A100" },
+            services: [],
+          },
+        },
+      ],
+    },
+  },
+};
+
+function render(answers: Parameters<typeof fakeClient>[0] = {}) {
+  const fake = fakeClient({ Me: meAnswer(false, "MEMBER"), ServicesList: list(), ServicesComputeInstances: INSTANCES, ...answers });
+  renderPage(
+    <AuthProvider>
+      <ServicesPage />
+    </AuthProvider>,
+    { client: fake.client, path: "/p/ml/services", pattern: "/p/:project/services" },
+  );
+  return fake;
+}
+
+function disabled(name: string): boolean {
+  return screen.getByRole("button", { name }).getAttribute("aria-disabled") === "true";
+}
+
+describe("services table", () => {
+  beforeEach(() => {
+    vi.spyOn(notifications, "show").mockImplementation(() => "");
+  });
+  afterEach(() => vi.restoreAllMocks());
+
+  it("enables each action only in the statuses that allow it", async () => {
+    render();
+    await screen.findByTestId("service-lab");
+    const expected: Record<string, [boolean, boolean, boolean, boolean]> = {
+      // start, stop, restart, delete
+      lab: [false, true, true, true],
+      idle: [true, false, false, true],
+      booting: [false, false, false, true],
+      broken: [true, true, false, true],
+      going: [false, false, false, false],
+    };
+    for (const [name, [start, stop, restart, remove]] of Object.entries(expected)) {
+      expect(disabled(`Start ${name}`), `start ${name}`).toBe(!start);
+      expect(disabled(`Stop ${name}`), `stop ${name}`).toBe(!stop);
+      expect(disabled(`Restart ${name}`), `restart ${name}`).toBe(!restart);
+      expect(disabled(`Delete ${name}`), `delete ${name}`).toBe(!remove);
+    }
+  });
+
+  it("says why an action is not possible, and does nothing when clicked", async () => {
+    const { calls } = render();
+    await screen.findByTestId("service-lab");
+    fireEvent.focus(screen.getByRole("button", { name: "Start lab" }));
+    expect(await screen.findByText("Cannot start: It is already running.")).toBeInTheDocument();
+    fireEvent.click(screen.getByRole("button", { name: "Start lab" }));
+    expect(calls.some((c) => c.name === "ServiceStart")).toBe(false);
+  });
+
+  it("opens web links in a new tab with the token, and copies ssh commands", async () => {
+    const writeText = vi.fn().mockResolvedValue(undefined);
+    Object.defineProperty(navigator, "clipboard", { configurable: true, value: { writeText } });
+    render();
+    const row = await screen.findByTestId("service-lab");
+    const link = within(row).getByRole("link", { name: /Connect to jupyter/ });
+    expect(link).toHaveAttribute("href", `http://gpu.example.com:30888/?token=${TOKEN}`);
+    expect(link).toHaveAttribute("target", "_blank");
+    expect(link).toHaveAttribute("rel", "noopener noreferrer");
+    expect(link).toHaveTextContent("jupyter");
+
+    expect(within(row).getByText("ssh -p 30022 root@gpu.example.com")).toBeInTheDocument();
+    fireEvent.click(within(row).getByRole("button", { name: "Copy ssh command for ssh" }));
+    await waitFor(() => expect(writeText).toHaveBeenCalledWith("ssh -p 30022 root@gpu.example.com"));
+    // Rows that do not run have no links yet.
+    expect(within(screen.getByTestId("service-idle")).getByText("Once running")).toBeInTheDocument();
+  });
+
+  it("starts a service and shows the server's refusal as a notification", async () => {
+    const { calls } = render({
+      ServiceStart: {
+        data: {
+          startServiceInstance: {
+            serviceInstance: null,
+            userErrors: [{ field: ["id"], message: 'compute instance "box" has 4 GPUs, 4 used', code: "QUOTA_EXCEEDED" }],
+          },
+        },
+      },
+    });
+    await screen.findByTestId("service-idle");
+    fireEvent.click(screen.getByRole("button", { name: "Start idle" }));
+    await waitFor(() =>
+      expect(notifications.show).toHaveBeenCalledWith(
+        expect.objectContaining({ color: "red", message: 'compute instance "box" has 4 GPUs, 4 used' }),
+      ),
+    );
+    expect(calls.find((c) => c.name === "ServiceStart")?.variables).toEqual({ id: "s-idle" });
+  });
+
+  it("deletes after confirmation", async () => {
+    const { calls } = render({ ServiceDelete: { data: { deleteServiceInstance: { deletedId: "s-idle", userErrors: [] } } } });
+    await screen.findByTestId("service-idle");
+    fireEvent.click(screen.getByRole("button", { name: "Delete idle" }));
+    expect(calls.some((c) => c.name === "ServiceDelete")).toBe(false);
+    const dialog = await screen.findByRole("dialog");
+    fireEvent.click(within(dialog).getByRole("button", { name: "Delete" }));
+    await waitFor(() => expect(calls.find((c) => c.name === "ServiceDelete")?.variables).toEqual({ id: "s-idle" }));
+  });
+
+  it("shows the live status of each row", async () => {
+    render({
+      ServiceStatusLive: (variables) =>
+        variables.id === "s-booting"
+          ? {
+              data: {
+                serviceInstanceStatus: {
+                  status: "RUNNING",
+                  message: null,
+                  at: "2025-01-01T00:01:00Z",
+                  instance: {
+                    id: "s-booting",
+                    status: "RUNNING",
+                    statusMessage: null,
+                    updatedAt: "2025-01-01T00:01:00Z",
+                    connect: [{ port: "http", url: "http://gpu.example.com:30800/" }],
+                  },
+                },
+              },
+            }
+          : { data: undefined },
+    });
+    const row = await screen.findByTestId("service-booting");
+    await waitFor(() => expect(within(row).getByText("Running")).toBeInTheDocument());
+    expect(within(row).getByRole("link", { name: /Connect to http/ })).toHaveAttribute("href", "http://gpu.example.com:30800/");
+    expect(disabled("Restart booting")).toBe(false);
+  });
+
+  it("filters by compute instance and offers to launch when empty", async () => {
+    const { calls } = render({ ServicesList: list([]) });
+    expect(await screen.findByText("No service instances yet")).toBeInTheDocument();
+    expect(screen.getAllByRole("link", { name: /Launch service/ })[0]).toHaveAttribute("href", "/p/ml/services/new");
+    expect(calls.find((c) => c.name === "ServicesList")?.variables).toMatchObject({ project: "ml", computeInstance: null });
+
+    fireEvent.click(screen.getByRole("combobox", { name: "Compute instance" }));
+    fireEvent.click(await screen.findByRole("option", { name: "Box", hidden: true }));
+    await waitFor(() =>
+      expect(calls.filter((c) => c.name === "ServicesList").at(-1)?.variables).toMatchObject({ computeInstance: "c1" }),
+    );
+    expect(await screen.findByText("No service instances in this compute instance")).toBeInTheDocument();
+    expect(screen.getAllByRole("link", { name: /Launch service/ })[0]).toHaveAttribute(
+      "href",
+      "/p/ml/services/new?computeInstance=c1",
+    );
+  });
+});

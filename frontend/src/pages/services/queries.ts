@@ -1,0 +1,256 @@
+import { graphql } from "../../gql";
+
+export const ServiceRowFieldsFragment = graphql(`
+  fragment ServiceRowFields on ServiceInstance {
+    id
+    name
+    displayName
+    templateName
+    gpuCount
+    status
+    statusMessage
+    createdAt
+    updatedAt
+    connect {
+      port
+      url
+    }
+    template {
+      id
+      displayName
+      vendor
+    }
+    computeInstance {
+      id
+      name
+      displayName
+      resources {
+        gpuVendor
+      }
+    }
+  }
+`);
+
+export const ServicesListDocument = graphql(`
+  query ServicesList($project: String!, $computeInstance: ID, $first: Int, $after: String) {
+    serviceInstances(project: $project, computeInstance: $computeInstance, first: $first, after: $after) {
+      totalCount
+      pageInfo {
+        hasNextPage
+        endCursor
+      }
+      edges {
+        cursor
+        node {
+          ...ServiceRowFields
+        }
+      }
+    }
+  }
+`);
+
+export const ServicesComputeInstancesDocument = graphql(`
+  query ServicesComputeInstances($project: String!) {
+    computeInstances(project: $project, first: 100) {
+      totalCount
+      edges {
+        node {
+          id
+          name
+          displayName
+          status
+          project {
+            name
+          }
+          resources {
+            gpuCount
+            gpuVendor
+            gpuModel
+          }
+          services {
+            id
+            name
+            gpuCount
+            status
+          }
+        }
+      }
+    }
+  }
+`);
+
+export const ServiceLaunchTemplatesDocument = graphql(`
+  query ServiceLaunchTemplates($project: String!) {
+    instanceTemplates(project: $project) {
+      id
+      name
+      displayName
+      description
+      vendor
+      image
+      builtIn
+      command
+      ports {
+        name
+        port
+        protocol
+        accessParams {
+          key
+          value
+        }
+      }
+      env {
+        key
+        value
+      }
+      project {
+        name
+      }
+    }
+  }
+`);
+
+export const ServiceDetailDocument = graphql(`
+  query ServiceDetail($id: ID!) {
+    serviceInstance(id: $id) {
+      ...ServiceRowFields
+      image
+      imagePullPolicy
+      command
+      containerDisk
+      mountPath
+      ports {
+        name
+        port
+        protocol
+        accessParams {
+          key
+          value
+        }
+      }
+      env {
+        key
+        value
+      }
+      project {
+        name
+      }
+      computeInstance {
+        id
+        status
+        resources {
+          gpuCount
+          gpuVendor
+          gpuModel
+        }
+        cluster {
+          id
+          name
+          displayName
+        }
+      }
+    }
+  }
+`);
+
+export const ServiceStatusLiveDocument = graphql(`
+  subscription ServiceStatusLive($id: ID!) {
+    serviceInstanceStatus(id: $id) {
+      status
+      message
+      at
+      instance {
+        id
+        status
+        statusMessage
+        updatedAt
+        connect {
+          port
+          url
+        }
+      }
+    }
+  }
+`);
+
+export const ServiceCreateDocument = graphql(`
+  mutation ServiceCreate($input: CreateServiceInstanceInput!) {
+    createServiceInstance(input: $input) {
+      serviceInstance {
+        id
+        name
+        displayName
+        status
+      }
+      userErrors {
+        field
+        message
+        code
+      }
+    }
+  }
+`);
+
+export const ServiceStartDocument = graphql(`
+  mutation ServiceStart($id: ID!) {
+    startServiceInstance(id: $id) {
+      serviceInstance {
+        id
+        status
+        statusMessage
+      }
+      userErrors {
+        field
+        message
+        code
+      }
+    }
+  }
+`);
+
+export const ServiceStopDocument = graphql(`
+  mutation ServiceStop($id: ID!) {
+    stopServiceInstance(id: $id) {
+      serviceInstance {
+        id
+        status
+        statusMessage
+      }
+      userErrors {
+        field
+        message
+        code
+      }
+    }
+  }
+`);
+
+export const ServiceRestartDocument = graphql(`
+  mutation ServiceRestart($id: ID!) {
+    restartServiceInstance(id: $id) {
+      serviceInstance {
+        id
+        status
+        statusMessage
+      }
+      userErrors {
+        field
+        message
+        code
+      }
+    }
+  }
+`);
+
+export const ServiceDeleteDocument = graphql(`
+  mutation ServiceDelete($id: ID!) {
+    deleteServiceInstance(id: $id) {
+      deletedId
+      userErrors {
+        field
+        message
+        code
+      }
+    }
+  }
+`);

@@ -1,0 +1,189 @@
+import { Alert, Button, Group, Modal, Stack, Text, TextInput, Textarea } from "@mantine/core";
+import { notifications } from "@mantine/notifications";
+import { useEffect, useState } from "react";
+import { useNavigate } from "react-router-dom";
+import { useMutation } from "urql";
+
+import { describeError, errorsByField, unplacedErrors, type ServerError } from "../../components/errors";
+import { EnvTemplateCreateDocument, EnvTemplateUpdateDocument } from "./operations";
+
+const FIELDS = ["name", "displayName", "description"];
+
+function Problems({ messages }: { messages: string[] }) {
+  if (messages.length === 0) return null;
+  return (
+    <Alert color="red" title="Not saved" role="alert">
+      <Stack gap={2}>
+        {messages.map((m) => (
+          <Text key={m} size="sm">
+            {m}
+          </Text>
+        ))}
+      </Stack>
+    </Alert>
+  );
+}
+
+/** "Add Environment Template": a name (it cannot change), a display name and a description. */
+export function CreateTemplateModal({ opened, project, onClose }: { opened: boolean; project: string; onClose: () => void }) {
+  const navigate = useNavigate();
+  const [name, setName] = useState("");
+  const [displayName, setDisplayName] = useState("");
+  const [description, setDescription] = useState("");
+  const [errors, setErrors] = useState<Record<string, string>>({});
+  const [{ fetching }, create] = useMutation(EnvTemplateCreateDocument);
+
+  useEffect(() => {
+    if (opened) {
+      setName("");
+      setDisplayName("");
+      setDescription("");
+      setErrors({});
+    }
+  }, [opened]);
+
+  async function submit(event: React.FormEvent) {
+    event.preventDefault();
+    if (!name.trim()) {
+      setErrors({ name: "Required" });
+      return;
+    }
+    const result = await create({
+      input: { project, name: name.trim(), displayName: displayName.trim() || null, description: description.trim() || null },
+    });
+    const payload = result.data?.createEnvironmentTemplate;
+    if (result.error || !payload) {
+      setErrors({ "": describeError(result.error) ?? "Could not add the template." });
+      return;
+    }
+    if (payload.userErrors.length > 0 || !payload.environmentTemplate) {
+      setErrors(errorsByField(payload.userErrors as readonly ServerError[]));
+      return;
+    }
+    notifications.show({ color: "green", message: `Environment template "${payload.environmentTemplate.name}" added: add its first version.` });
+    onClose();
+    navigate(`/p/${project}/studio/templates/${payload.environmentTemplate.id}`);
+  }
+
+  return (
+    <Modal opened={opened} onClose={onClose} title="Add Environment Template" centered>
+      <form onSubmit={submit} noValidate>
+        <Stack>
+          <TextInput
+            label="Unique Name"
+            description="Lowercase letters, digits and '-'. It cannot be changed later."
+            required
+            value={name}
+            error={errors.name}
+            onChange={(e) => setName(e.currentTarget.value)}
+            data-autofocus
+          />
+          <TextInput
+            label="Display Name"
+            description="Defaults to the unique name."
+            value={displayName}
+            error={errors.displayName}
+            onChange={(e) => setDisplayName(e.currentTarget.value)}
+          />
+          <Textarea
+            label="Description"
+            autosize
+            minRows={2}
+            value={description}
+            error={errors.description}
+            onChange={(e) => setDescription(e.currentTarget.value)}
+          />
+          <Problems messages={unplacedErrors(errors, FIELDS)} />
+          <Group justify="flex-end">
+            <Button variant="default" onClick={onClose}>
+              Cancel
+            </Button>
+            <Button type="submit" loading={fetching}>
+              Add Environment Template
+            </Button>
+          </Group>
+        </Stack>
+      </form>
+    </Modal>
+  );
+}
+
+/** Edit a template's display name and description (its unique name cannot change). */
+export function EditTemplateModal({
+  template,
+  onClose,
+  onSaved,
+}: {
+  template: { id: string; name: string; displayName: string; description?: string | null } | null;
+  onClose: () => void;
+  onSaved: () => void;
+}) {
+  const [displayName, setDisplayName] = useState("");
+  const [description, setDescription] = useState("");
+  const [errors, setErrors] = useState<Record<string, string>>({});
+  const [{ fetching }, update] = useMutation(EnvTemplateUpdateDocument);
+
+  useEffect(() => {
+    if (template) {
+      setDisplayName(template.displayName);
+      setDescription(template.description ?? "");
+      setErrors({});
+    }
+  }, [template]);
+
+  async function submit(event: React.FormEvent) {
+    event.preventDefault();
+    if (!template) return;
+    if (!displayName.trim()) {
+      setErrors({ displayName: "Required" });
+      return;
+    }
+    const result = await update({ input: { id: template.id, displayName: displayName.trim(), description } });
+    const payload = result.data?.updateEnvironmentTemplate;
+    if (result.error || !payload) {
+      setErrors({ "": describeError(result.error) ?? "Could not save the template." });
+      return;
+    }
+    if (payload.userErrors.length > 0) {
+      setErrors(errorsByField(payload.userErrors));
+      return;
+    }
+    notifications.show({ color: "green", message: "Template saved." });
+    onSaved();
+    onClose();
+  }
+
+  return (
+    <Modal opened={template !== null} onClose={onClose} title="Edit Environment Template" centered>
+      <form onSubmit={submit} noValidate>
+        <Stack>
+          <TextInput label="Unique Name" value={template?.name ?? ""} readOnly variant="filled" description="It cannot be changed." />
+          <TextInput
+            label="Display Name"
+            required
+            value={displayName}
+            error={errors.displayName}
+            onChange={(e) => setDisplayName(e.currentTarget.value)}
+          />
+          <Textarea
+            label="Description"
+            autosize
+            minRows={2}
+            value={description}
+            error={errors.description}
+            onChange={(e) => setDescription(e.currentTarget.value)}
+          />
+          <Problems messages={unplacedErrors(errors, FIELDS)} />
+          <Group justify="flex-end">
+            <Button variant="default" onClick={onClose}>
+              Cancel
+            </Button>
+            <Button type="submit" loading={fetching}>
+              Save Changes
+            </Button>
+          </Group>
+        </Stack>
+      </form>
+    </Modal>
+  );
+}

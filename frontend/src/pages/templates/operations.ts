@@ -1,0 +1,148 @@
+import { graphql } from "../../gql";
+
+/** Operations of the Environment Templates studio pages (names prefixed "EnvTemplate"). */
+
+export const EnvTemplatesListDocument = graphql(`
+  query EnvTemplatesList($project: String!, $search: String) {
+    environmentTemplates(project: $project, search: $search) {
+      id
+      name
+      displayName
+      description
+      builtIn
+      updatedAt
+      project {
+        id
+        name
+      }
+      versions {
+        id
+        version
+        state
+      }
+    }
+  }
+`);
+
+export const EnvTemplateDetailDocument = graphql(`
+  query EnvTemplateDetail($id: ID!) {
+    environmentTemplate(id: $id) {
+      id
+      name
+      displayName
+      description
+      builtIn
+      createdAt
+      updatedAt
+      project {
+        id
+        name
+        displayName
+      }
+      versions {
+        id
+        version
+        state
+        createdAt
+        resources
+        inputs {
+          name
+          type
+          description
+          required
+          default
+          options
+          pattern
+          min
+          max
+          sensitive
+        }
+        outputs {
+          name
+          description
+          value
+        }
+      }
+    }
+  }
+`);
+
+export const EnvTemplateCreateDocument = graphql(`
+  mutation EnvTemplateCreate($input: CreateEnvironmentTemplateInput!) {
+    createEnvironmentTemplate(input: $input) {
+      environmentTemplate {
+        id
+        name
+      }
+      userErrors {
+        field
+        message
+        code
+      }
+    }
+  }
+`);
+
+export const EnvTemplateUpdateDocument = graphql(`
+  mutation EnvTemplateUpdate($input: UpdateEnvironmentTemplateInput!) {
+    updateEnvironmentTemplate(input: $input) {
+      environmentTemplate {
+        id
+        displayName
+        description
+        updatedAt
+      }
+      userErrors {
+        field
+        message
+        code
+      }
+    }
+  }
+`);
+
+export const EnvTemplateDeleteDocument = graphql(`
+  mutation EnvTemplateDelete($id: ID!) {
+    deleteEnvironmentTemplate(id: $id) {
+      deletedId
+      userErrors {
+        field
+        message
+        code
+      }
+    }
+  }
+`);
+
+export const EnvTemplateAddVersionDocument = graphql(`
+  mutation EnvTemplateAddVersion($input: AddEnvironmentTemplateVersionInput!) {
+    addEnvironmentTemplateVersion(input: $input) {
+      version {
+        id
+        version
+        state
+      }
+      userErrors {
+        field
+        message
+        code
+      }
+    }
+  }
+`);
+
+export const EnvTemplateSetVersionStateDocument = graphql(`
+  mutation EnvTemplateSetVersionState($id: ID!, $state: VersionState!) {
+    setEnvironmentTemplateVersionState(id: $id, state: $state) {
+      version {
+        id
+        state
+      }
+      userErrors {
+        field
+        message
+        code
+      }
+    }
+  }
+`);

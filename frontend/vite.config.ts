@@ -1,0 +1,26 @@
+/// <reference types="vitest/config" />
+import react from "@vitejs/plugin-react";
+import { defineConfig } from "vite";
+
+// The build goes where the Python app serves it from (backend/gpupaas/static, not committed).
+// `npm run dev` proxies the API to a `gpupaas serve` on 127.0.0.1:8000.
+export default defineConfig({
+  plugins: [react()],
+  build: {
+    outDir: "../backend/gpupaas/static",
+    emptyOutDir: true,
+    assetsDir: "assets",
+    chunkSizeWarningLimit: 2000,
+  },
+  server: {
+    proxy: {
+      "/graphql": { target: "http://127.0.0.1:8000", ws: true },
+    },
+  },
+  test: {
+    environment: "jsdom",
+    setupFiles: ["./src/test/setup.ts"],
+    css: false,
+    include: ["src/**/*.test.tsx", "src/**/*.test.ts"],
+  },
+});
