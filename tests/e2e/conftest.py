@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from gpupaas.app import STATIC_DIR, create_app
+from gpupaas.runtime import Runtime
 from gpupaas.settings import Settings
 from tests.conftest import serving
 
@@ -61,8 +62,16 @@ def _browser_available() -> None:
 async def studio(settings: Settings) -> AsyncIterator[str]:
     """The real app with a worker on the simulated cluster (short phases), under uvicorn."""
     fast = replace(settings, simulated_phase_seconds=0.2, run_requeue_after_seconds=5.0)
-    async with serving(create_app(fast, migrate=False)) as url:
-        yield url
+    # serving() runs without the app's lifespan (the `db` fixture owns the connection), so the
+    # runtime (bus, relay, broadcaster for the subscriptions, worker, simulated endpoints) is
+    # started here and handed to the app.
+    runtime = Runtime(fast)
+    await runtime.start()
+    try:
+        async with serving(create_app(fast, migrate=False, runtime=runtime)) as url:
+            yield url
+    finally:
+        await runtime.stop()
 
 
 @dataclass

@@ -43,7 +43,9 @@ export function createWebsocket(url: string = websocketUrl()): WsClient {
     },
     on: {
       connected: () => connection.set("connected"),
-      closed: () => connection.set("lost"),
+      // Lazy: with no subscription left the client closes the socket itself (1000, Normal
+      // Closure); that is not a lost connection.
+      closed: (event) => connection.set((event as CloseEvent | undefined)?.code === 1000 ? "connecting" : "lost"),
       error: () => connection.set("lost"),
     },
   });

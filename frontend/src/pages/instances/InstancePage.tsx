@@ -1,3 +1,4 @@
+import { useConnection } from "../../hooks/useConnection";
 import {
   ActionIcon,
   Alert,
@@ -570,7 +571,7 @@ export function InstancePage() {
         </Grid.Col>
         <Grid.Col span={{ base: 12, md: 5 }} order={{ base: 1, md: 2 }}>
           <Stack gap="md">
-            <Section title="Status updates" action={<Badge variant="dot" color="green" size="sm">Live</Badge>}>
+            <Section title="Status updates" action={<LiveBadge />}>
               {history.length === 0 ? (
                 <Group gap="xs">
                   <StatusBadge status={status} />
@@ -640,5 +641,19 @@ export function InstancePage() {
         onSaved={reload}
       />
     </Stack>
+  );
+}
+
+/** "Live" while the status websocket is up; "Reconnecting" while it is lost. */
+function LiveBadge() {
+  const state = useConnection();
+  return state === "lost" ? (
+    <Badge variant="dot" color="orange" size="sm">
+      Reconnecting
+    </Badge>
+  ) : (
+    <Badge variant="dot" color="green" size="sm">
+      Live
+    </Badge>
   );
 }

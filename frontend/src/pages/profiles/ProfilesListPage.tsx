@@ -30,7 +30,8 @@ export function ProfilesListPage() {
   const [search, setSearch] = useState("");
   const [debounced] = useDebouncedValue(search.trim(), 300);
   const variables = { project, search: debounced || null, first: PROFILES_PAGE_SIZE };
-  const [{ data, fetching, error }, reexecute] = useQuery({ query: ProfilesListDocument, variables });
+  // cache-and-network: an empty first page names no ComputeProfile, so adding one would not refetch it.
+  const [{ data, fetching, error }, reexecute] = useQuery({ query: ProfilesListDocument, variables, requestPolicy: "cache-and-network" });
   // Pages after the first: each asks for the page after the one before it.
   const [extraPages, setExtraPages] = useState(0);
   const [extraStates, setExtraStates] = useState<Record<number, PageState>>({});

@@ -95,6 +95,20 @@ export function ConnectLinks({
       </Text>
     );
   }
+  if (status !== "RUNNING") {
+    // The links are kept (the same token after a start), but nothing answers until it runs.
+    return (
+      <Tooltip label="Nothing answers until the service is running: start it to connect." withArrow>
+        <Group gap={4} wrap="wrap" data-testid="connect-waiting">
+          {links.map((link) => (
+            <Button key={link.port} size={size} variant="default" disabled tt="uppercase" aria-label={`Connect to ${link.port} (available once running)`}>
+              {link.port}
+            </Button>
+          ))}
+        </Group>
+      </Tooltip>
+    );
+  }
   return (
     <Stack gap={4} align="flex-start">
       {links.map((link) =>

@@ -121,6 +121,11 @@ export const EnvTemplateAddVersionDocument = graphql(`
         id
         version
         state
+        # The template too: its cached pages (a first version's "No versions yet") are refetched.
+        template {
+          id
+          updatedAt
+        }
       }
       userErrors {
         field
