@@ -7,6 +7,7 @@ carry the instance's version, and a subscriber never goes backwards.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import AsyncGenerator
 from datetime import datetime
@@ -399,7 +400,11 @@ class ComputeSubscription:
                     continue
                 last[item.instance_id] = item.version
                 info.context.loaders = Loaders()
-                current = await ComputeInstance.get_or_none(id=item.instance_id)
+                # Read once per event for every subscriber of this process.
+                current = await broadcaster.once(
+                    ("compute-instance", item.instance_id, item.version),
+                    functools.partial(ComputeInstance.get_or_none, id=item.instance_id),
+                )
                 if current is None or not item.visible_in(str(owner.id)):
                     continue
                 yield _event(current, item.status, item.message, datetime.fromisoformat(item.at))

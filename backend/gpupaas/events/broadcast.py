@@ -11,13 +11,15 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from gpupaas.events.bus import STATUS_TOPIC, Bus, Consumer
 
 log = logging.getLogger("gpupaas.broadcast")
+T = TypeVar("T")
 QUEUE_SIZE = 256
 
 
@@ -73,8 +75,12 @@ class Subscription:
 
 
 class StatusBroadcaster:
+    # How many recent events' shared reads `once` keeps.
+    SHARED_READS = 256
+
     def __init__(self, bus: Bus) -> None:
         self.bus = bus
+        self._shared: OrderedDict[Hashable, asyncio.Future[Any]] = OrderedDict()
         self._by_instance: dict[str, set[Subscription]] = {}
         self._by_project: dict[str, set[Subscription]] = {}
         self._consumer: Consumer | None = None
@@ -126,6 +132,27 @@ class StatusBroadcaster:
             for project_id in list(targets):
                 for subscription in self._by_project.get(project_id, ()):
                     subscription.offer(event)
+
+    async def once(self, key: Hashable, load: Callable[[], Awaitable[T]]) -> T:
+        """`load()`'s result for `key`, read once for all the subscribers that ask for it (the
+        last SHARED_READS keys are kept): 1,000 subscribers of a project then cost one database
+        read per event, not 1,000. Keys must name an immutable state, such as an instance at a
+        version. A failed read is not kept."""
+        future = self._shared.get(key)
+        if future is None:
+            future = asyncio.ensure_future(load())
+            self._shared[key] = future
+            while len(self._shared) > self.SHARED_READS:
+                self._shared.popitem(last=False)
+
+            def forget_failure(done: asyncio.Future[Any]) -> None:
+                failed = done.cancelled() or done.exception() is not None
+                if failed and self._shared.get(key) is done:
+                    del self._shared[key]
+
+            future.add_done_callback(forget_failure)
+        result: T = await asyncio.shield(future)
+        return result
 
     @contextlib.asynccontextmanager
     async def instance(self, instance_id: str) -> AsyncIterator[Subscription]:

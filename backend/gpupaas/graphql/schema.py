@@ -26,6 +26,7 @@ from gpupaas.gpuservice.instances_graphql import (
     ServiceInstanceQuery,
     ServiceInstanceSubscription,
 )
+from gpupaas.graphql.executor import ExecutionContext as LeakFreeExecutionContext
 from gpupaas.graphql.extensions import ErrorPolicy, TextGuard
 from gpupaas.settings import Settings
 from graphql import GraphQLError
@@ -82,6 +83,7 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
         subscription=Subscription,
         extensions=extensions,  # type: ignore[arg-type]
         config=StrawberryConfig(auto_camel_case=True),
+        execution_context_class=LeakFreeExecutionContext,
     )
 
 
