@@ -151,7 +151,9 @@ async def db(
 
 @pytest.fixture
 def settings(db: Database) -> Settings:
-    return Settings(database_url=db.url, secret_key="k" * 64)
+    # Tests write through the service layer (factories), which does not bump the data version as
+    # mutations do: the response cache is off here, and tests/graphql/test_response_cache.py tests it.
+    return Settings(database_url=db.url, secret_key="k" * 64, response_cache=False)
 
 
 class GraphQLClient:

@@ -44,3 +44,22 @@ async def test_the_root_says_where_the_api_is_until_the_studio_is_built(
     ) as http:
         page = await http.get("/")
     assert page.status_code == 200 and 'href="/graphql"' in page.text
+
+
+def test_gc_tuning_freezes_start_up_objects_and_raises_the_thresholds() -> None:
+    import gc
+
+    from gpupaas.app import GC_THRESHOLDS, tune_gc
+    from gpupaas.settings import Settings as S
+
+    env = {"GPUPAAS_DATABASE_URL": "sqlite://:memory:", "GPUPAAS_SECRET_KEY": "k" * 64}
+    assert S.from_env(env).gc_tuning is True
+    assert S(database_url="sqlite://:memory:", secret_key="k" * 64).gc_tuning is False
+    before = gc.get_threshold()
+    try:
+        tune_gc()
+        assert gc.get_threshold() == GC_THRESHOLDS
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)

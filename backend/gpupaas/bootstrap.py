@@ -6,9 +6,12 @@ from __future__ import annotations
 from gpupaas.catalog.service import sync_builtin_templates
 from gpupaas.clusters.service import ensure_default_cluster
 from gpupaas.gpuservice.service import sync_builtin_instance_templates
+from gpupaas.graphql import response_cache
 
 
 async def seed() -> None:
     await sync_builtin_templates()
     await sync_builtin_instance_templates()
     await ensure_default_cluster()
+    # What this process may have added is new to every other process's response cache.
+    await response_cache.bump()

@@ -166,6 +166,11 @@ class Settings:
     run_max_attempts: int = 3
     run_requeue_after_seconds: float = 30.0
     run_retry_backoff_seconds: float = 1.0
+    # After start-up: gc.freeze() (start-up objects leave the collector's generations) and higher
+    # thresholds; on for `gpupaas serve` (GPUPAAS_GC_TUNING), off for embedded uses such as tests.
+    gc_tuning: bool = False
+    # Repeated reads of unchanged catalog and template data come from memory (graphql/response_cache.py).
+    response_cache: bool = True
 
     @property
     def is_sqlite(self) -> bool:
@@ -215,4 +220,6 @@ class Settings:
             run_max_attempts=_int(env, "GPUPAAS_RUN_MAX_ATTEMPTS", 3, minimum=1),
             run_requeue_after_seconds=_float(env, "GPUPAAS_RUN_REQUEUE_AFTER_SECONDS", 30.0, minimum=0.1),
             run_retry_backoff_seconds=_float(env, "GPUPAAS_RUN_RETRY_BACKOFF_SECONDS", 1.0),
+            gc_tuning=_bool(env, "GPUPAAS_GC_TUNING", True),
+            response_cache=_bool(env, "GPUPAAS_RESPONSE_CACHE", True),
         )

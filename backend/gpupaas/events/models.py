@@ -26,3 +26,15 @@ class OutboxMessage(Model):
     class Meta:
         table = "outbox"
         indexes = (("sent_at", "id"),)
+
+
+class DataVersion(Model):
+    """One row (id 1): a counter bumped after every write that can change a cached read (every
+    GraphQL mutation, and start-up seeding), shared by all processes through the database. The
+    response cache (graphql/response_cache.py) serves an answer only while it is unchanged."""
+
+    id = fields.IntField(primary_key=True)
+    value = fields.BigIntField(default=0)
+
+    class Meta:
+        table = "data_version"

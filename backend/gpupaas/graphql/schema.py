@@ -28,6 +28,7 @@ from gpupaas.gpuservice.instances_graphql import (
 )
 from gpupaas.graphql.executor import ExecutionContext as LeakFreeExecutionContext
 from gpupaas.graphql.extensions import ErrorPolicy, TextGuard
+from gpupaas.graphql.response_cache import BumpDataVersion
 from gpupaas.settings import Settings
 from graphql import GraphQLError
 
@@ -57,7 +58,7 @@ class Schema(strawberry.Schema):
 
 
 def build_schema(settings: Settings | None = None) -> strawberry.Schema:
-    extensions: list[object] = [ErrorPolicy]
+    extensions: list[object] = [ErrorPolicy, BumpDataVersion]
     if settings is not None:
         # Factories, not instances: strawberry builds fresh extensions per request (the caches
         # themselves are module-level and shared).
