@@ -58,9 +58,12 @@ schema: install
 check-schema: install
 	$(BIN)/gpupaas export-schema | diff -u schema.graphql - || (echo "schema.graphql is stale: run make schema" && exit 1)
 
-# Deploy throughput and latency, through Kafka (tansu) and the in-process bus (bench/README.md).
+# The benchmarks (bench/README.md): deploy throughput and latency through Kafka (tansu) and the
+# in-process bus, live-status fan-out to 200-1,000 websocket subscribers, the catalog read path.
 bench: install
 	$(BIN)/python bench/deploy_pipeline.py
+	$(BIN)/python bench/fanout.py
+	$(BIN)/python bench/read_path.py
 
 # Regenerate the lock from pyproject.toml (needs the registries).
 lock:

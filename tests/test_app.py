@@ -54,6 +54,8 @@ def test_gc_tuning_freezes_start_up_objects_and_raises_the_thresholds() -> None:
 
     env = {"GPUPAAS_DATABASE_URL": "sqlite://:memory:", "GPUPAAS_SECRET_KEY": "k" * 64}
     assert S.from_env(env).gc_tuning is True
+    assert S.from_env(env).ws_compression is False
+    assert S.from_env({**env, "GPUPAAS_WS_COMPRESSION": "true"}).ws_compression is True
     assert S(database_url="sqlite://:memory:", secret_key="k" * 64).gc_tuning is False
     before = gc.get_threshold()
     try:

@@ -56,7 +56,14 @@ def cmd_serve(args: argparse.Namespace) -> None:
 
     settings = _settings()
     uvicorn.run(
-        create_app(settings), host=args.host, port=args.port, log_level=args.log_level, proxy_headers=False
+        create_app(settings),
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        proxy_headers=False,
+        # Status events are small JSON messages: compressing each one for each subscriber cost more
+        # CPU than anything else in the fan-out (bench/fanout.py); GPUPAAS_WS_COMPRESSION turns it on.
+        ws_per_message_deflate=settings.ws_compression,
     )
 
 

@@ -171,6 +171,8 @@ class Settings:
     gc_tuning: bool = False
     # Repeated reads of unchanged catalog and template data come from memory (graphql/response_cache.py).
     response_cache: bool = True
+    # permessage-deflate on the GraphQL websocket (off: cheaper for the server, more bytes on the wire).
+    ws_compression: bool = False
 
     @property
     def is_sqlite(self) -> bool:
@@ -222,4 +224,5 @@ class Settings:
             run_retry_backoff_seconds=_float(env, "GPUPAAS_RUN_RETRY_BACKOFF_SECONDS", 1.0),
             gc_tuning=_bool(env, "GPUPAAS_GC_TUNING", True),
             response_cache=_bool(env, "GPUPAAS_RESPONSE_CACHE", True),
+            ws_compression=_bool(env, "GPUPAAS_WS_COMPRESSION", False),
         )

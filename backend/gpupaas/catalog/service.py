@@ -484,7 +484,7 @@ async def catalog(actor: Actor, project: str, search: str | None) -> list[Comput
     rows: list[ComputeProfile] = await (
         matching(query, search, "name", "display_name", "description")
         .distinct()
-        .order_by("display_name", "name")
+        .order_by("display_name", "name", "id")
     )
     return rows
 

@@ -87,8 +87,6 @@ class ComputeInstanceType:
     status_message: str | None
     labels: list[KeyValue]
     annotations: list[KeyValue]
-    inputs: list[KeyValue] = strawberry.field(description="Effective input values; sensitive ones masked.")
-    outputs: list[KeyValue] = strawberry.field(description="Visible outputs, once deployed.")
     allocation_type: AllocationType = strawberry.field(description="From the profile's snapshot.")
     resources: ComputeResources = strawberry.field(description="From the profile's snapshot.")
     template_name: str = strawberry.field(description="The environment template of the snapshot.")
@@ -102,6 +100,15 @@ class ComputeInstanceType:
         project = await info.context.loaders.project.load(self._model.project_id)  # type: ignore[attr-defined]
         assert project is not None
         return ProjectType.of(project)
+
+    # Computed when asked for only: a status event's subscribers mostly are not.
+    @strawberry.field(description="Effective input values; sensitive ones masked.")
+    def inputs(self) -> list[KeyValue]:
+        return key_values(service.masked_inputs(self._model))
+
+    @strawberry.field(description="Visible outputs, once deployed.")
+    def outputs(self) -> list[KeyValue]:
+        return key_values(service.visible_outputs(self._model))
 
     @strawberry.field(description="Null once the profile is deleted or no longer visible.")
     async def profile(self, info: Info) -> ComputeProfileType | None:
@@ -179,8 +186,6 @@ class ComputeInstanceType:
             status_message=instance.status_message,
             labels=key_values(instance.labels),
             annotations=key_values(instance.annotations),
-            inputs=key_values(service.masked_inputs(instance)),
-            outputs=key_values(service.visible_outputs(instance)),
             allocation_type=AllocationType(snapshot["allocationType"]),
             resources=ComputeResources(
                 cpu=resources["cpu"],
@@ -348,6 +353,11 @@ def _event(
     )
 
 
+async def _shown(instance_id: str) -> ComputeInstanceType | None:
+    current = await ComputeInstance.get_or_none(id=instance_id)
+    return ComputeInstanceType.of(current) if current else None
+
+
 async def _next(subscription: Subscription) -> StatusEvent | Overflow:
     return await subscription.queue.get()
 
@@ -401,10 +411,18 @@ class ComputeSubscription:
                 last[item.instance_id] = item.version
                 info.context.loaders = Loaders()
                 # Read once per event for every subscriber of this process.
-                current = await broadcaster.once(
-                    ("compute-instance", item.instance_id, item.version),
-                    functools.partial(ComputeInstance.get_or_none, id=item.instance_id),
-                )
-                if current is None or not item.visible_in(str(owner.id)):
+                if not item.visible_in(str(owner.id)):
                     continue
-                yield _event(current, item.status, item.message, datetime.fromisoformat(item.at))
+                # Read and built once per event for every subscriber of this process.
+                shown = await broadcaster.once(
+                    ("compute-instance", item.instance_id, item.version),
+                    functools.partial(_shown, item.instance_id),
+                )
+                if shown is None:
+                    continue
+                yield ComputeInstanceStatusEvent(
+                    instance=shown,
+                    status=DeploymentStatus(item.status),
+                    message=item.message,
+                    at=datetime.fromisoformat(item.at),
+                )
