@@ -121,3 +121,24 @@ async def test_stop_and_restart_build_their_plans(service: ServiceInstance) -> N
 
     with pytest.raises(PermanentError, match="another GPUPAAS_SECRET_KEY"):
         instances.plan_for(claimed, "x" * 64)
+
+
+async def test_a_start_that_a_delete_overtook_does_nothing(service: ServiceInstance) -> None:
+    from gpupaas.events.memory import InProcessBus
+    from gpupaas.provisioning.drivers.simulated import SimulatedDriver
+    from gpupaas.provisioning.inventory import DEFAULT_INVENTORY
+    from gpupaas.provisioning.models import SimulatedAllocation
+    from gpupaas.provisioning.registry import DriverRegistry
+    from gpupaas.settings import Settings
+    from gpupaas.workers.worker import Worker
+
+    settings = Settings(database_url="sqlite://:memory:", secret_key=KEY)
+    drivers = DriverRegistry(settings, simulated=SimulatedDriver(DEFAULT_INVENTORY, phase_seconds=0))
+    worker = Worker(InProcessBus(), drivers, name="w")
+    start = await DeploymentRun.get(service_id=service.id)
+    await instances.delete_service(await platform_actor(), str(service.id))  # before any worker ran
+    await worker.handle_service_run(str(start.id))
+    assert (await DeploymentRun.get(id=start.id)).status == RunStatus.CANCELED
+    assert not await SimulatedAllocation.exists(instance_id=str(service.id))  # nothing was applied
+    assert (await ServiceInstance.get(id=service.id)).status == ServiceStatus.DELETING
+    assert await commands(service) == ["START", "DESTROY", "DESTROY"]  # the delete goes on

@@ -513,6 +513,11 @@ class ClaimedServiceRun:
     instance: ComputeInstance
     project_name: str
 
+    @property
+    def superseded(self) -> bool:
+        """A start, stop or restart of a service instance that is being deleted: nothing to do."""
+        return self.service.status == ServiceStatus.DELETING and self.run.action != RunAction.DESTROY
+
 
 async def claim_service_run(run_id: str, worker: str, lease: timedelta) -> ClaimedServiceRun | None:
     """Takes a queued run of a service instance (see compute.take_run). None as well while another
@@ -561,15 +566,20 @@ async def finish_service_run(
     succeeded: bool,
     message: str | None,
     outputs: dict[str, str] | None = None,
+    canceled: bool = False,
 ) -> bool:
     """Ends the run and moves the service instance on (removes it after a delete). A run that a
-    delete superseded ends without changing the status. False when the run is no longer this
-    worker's (its lease expired and another worker took it): that worker's result stands."""
+    delete superseded ends without changing the status (`canceled`: it did nothing). False when the
+    run is no longer this worker's (its lease expired and another worker took it): that worker's
+    result stands."""
     async with in_transaction():
         run = await DeploymentRun.select_for_update().get_or_none(id=run_id)
         if run is None or run.status != RunStatus.RUNNING or run.lease_owner != worker:
             return False
-        run.status = RunStatus.SUCCEEDED if succeeded else RunStatus.FAILED
+        if canceled:
+            run.status = RunStatus.CANCELED
+        else:
+            run.status = RunStatus.SUCCEEDED if succeeded else RunStatus.FAILED
         run.message = message
         run.finished_at = compute.now()
         run.lease_expires_at = None

@@ -150,6 +150,15 @@ class Worker:
         if claimed is None:
             return  # finished already, held by a live worker, or waiting for the run before it
         run = claimed.run
+        if claimed.superseded:  # deleted before it started: the delete queued behind it runs next
+            await services.finish_service_run(
+                run.id,
+                self.name,
+                succeeded=False,
+                message="canceled: the service instance is being deleted",
+                canceled=True,
+            )
+            return
         cluster_id = claimed.instance.snapshot.get("clusterId")
 
         async def make_plan() -> tuple[Driver, Plan]:
