@@ -59,11 +59,13 @@ check-schema: install
 	$(BIN)/gpupaas export-schema | diff -u schema.graphql - || (echo "schema.graphql is stale: run make schema" && exit 1)
 
 # The benchmarks (bench/README.md): deploy throughput and latency through Kafka (tansu) and the
-# in-process bus, live-status fan-out to 200-1,000 websocket subscribers, the catalog read path.
+# in-process bus, live-status fan-out to 200-1,000 websocket subscribers, the catalog read path,
+# lists at 100,000 instances on PostgreSQL.
 bench: install
 	$(BIN)/python bench/deploy_pipeline.py
 	$(BIN)/python bench/fanout.py
 	$(BIN)/python bench/read_path.py
+	$(BIN)/python bench/scale.py
 
 # Regenerate the lock from pyproject.toml (needs the registries).
 lock:
