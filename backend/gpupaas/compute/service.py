@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tortoise.exceptions import IntegrityError
-from tortoise.expressions import F, Q
+from tortoise.expressions import F, Q, Subquery
 from tortoise.transactions import in_transaction
 
 from gpupaas.accounts.models import Project
@@ -81,10 +81,13 @@ async def _require_own(actor: Actor, instance_id: str, field: tuple[str, ...]) -
 
 
 def shared_filter(project: Project) -> Q:
+    """The project's instances and those shared with it. The shares are a subquery, not a join:
+    no row comes twice, so the list needs no DISTINCT over every column (bench/scale.py)."""
+    shared_with = ComputeInstanceShare.filter(project_id=project.id).values("instance_id")
     return (
         Q(project_id=project.id)
         | Q(sharing_mode=SharingMode.ALL_PROJECTS)
-        | Q(sharing_mode=SharingMode.SELECTED_PROJECTS, shares__project_id=project.id)
+        | Q(sharing_mode=SharingMode.SELECTED_PROJECTS, id__in=Subquery(shared_with))
     )
 
 
@@ -104,7 +107,7 @@ async def list_instances(
     query = matching(query, search, "name", "display_name", "description")
     if statuses:
         query = query.filter(status__in=list(statuses))
-    return await paginate(query.distinct(), first, after)
+    return await paginate(query, first, after)
 
 
 # ---------------------------------------------------------------- the snapshot
