@@ -25,12 +25,10 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +36,7 @@ from typing import Any
 
 import httpx
 import websockets
+from harness import BenchError, base_env, free_port, scratch_database, tail
 
 HOST = "127.0.0.1"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -66,20 +65,9 @@ query($project: String!) { environmentTemplates(project: $project) { name builtI
 """
 
 
-class BenchError(RuntimeError):
-    """The benchmark could not run to the end; the message says why."""
-
-
 # ------------------------------------------------------------------------------------ processes
 
-_children: list[subprocess.Popen[bytes]] = []  # everything started, stopped on any exit
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind((HOST, 0))
-        port: int = probe.getsockname()[1]
-        return port
+children: list[subprocess.Popen[bytes]] = []  # everything started, stopped on any exit
 
 
 def cpu_seconds(pid: int) -> float:
@@ -104,7 +92,7 @@ def start_process(argv: list[str], env: dict[str, str], log: Path) -> subprocess
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
-    _children.append(process)
+    children.append(process)
     return process
 
 
@@ -119,28 +107,12 @@ def stop_process(process: subprocess.Popen[bytes], sig: signal.Signals, timeout:
             process.kill()
             process.wait(5)
     with contextlib.suppress(ValueError):
-        _children.remove(process)
+        children.remove(process)
 
 
 def stop_all_children() -> None:
-    for process in reversed(list(_children)):  # the server before the broker it talks to
+    for process in reversed(list(children)):  # the server before the broker it talks to
         stop_process(process, signal.SIGINT if "tansu" in str(process.args) else signal.SIGTERM)
-
-
-def tail(path: Path, lines: int = 30) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
-
-def base_env() -> dict[str, str]:
-    """This environment without any GPUPAAS_* variable (the bench sets its own) and without proxies."""
-    return {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("GPUPAAS_") and k.lower() not in ("http_proxy", "https_proxy", "all_proxy")
-    }
 
 
 class Tansu:
@@ -184,32 +156,6 @@ class Tansu:
 
 
 # ------------------------------------------------------------------------------------ databases
-
-
-async def _admin_execute(url: str, sql: str) -> None:
-    import asyncpg  # type: ignore[import-untyped]
-
-    conn = await asyncpg.connect(url.replace("postgres://", "postgresql://", 1), timeout=10)
-    try:
-        await conn.execute(sql, timeout=30)
-    finally:
-        await conn.close()
-
-
-@contextlib.asynccontextmanager
-async def scratch_database(admin_url: str | None, workdir: Path) -> AsyncIterator[str]:
-    """A fresh SQLite file in `workdir`, or a scratch database on the PostgreSQL server of
-    `admin_url` (created here, dropped at the end)."""
-    if admin_url is None:
-        yield f"sqlite://{workdir / 'gpupaas.db'}"
-        return
-    name = f"gpupaas_bench_{uuid.uuid4().hex[:10]}"
-    base = admin_url.replace("postgresql://", "postgres://", 1).rpartition("/")[0]
-    await _admin_execute(admin_url, f'CREATE DATABASE "{name}"')
-    try:
-        yield f"{base}/{name}"
-    finally:
-        await _admin_execute(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 # ------------------------------------------------------------------------------------ the server

@@ -30,7 +30,6 @@ import resource
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -43,10 +42,19 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from harness import (
+    BenchError,
+    base_env,
+    children,
+    cpu_seconds,
+    free_port,
+    stop_all_children,
+    stop_process,
+    tail,
+)
 
 HOST = "127.0.0.1"
 PROJECT = "bench"
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 CLIENT_SCRIPT = str(Path(__file__).resolve())  # run with --client: the subscribers
 SUBSCRIPTION = (
     "subscription($p: String!) "
@@ -81,10 +89,6 @@ query($project: String!) {
 DEPLOY_EVENTS = ("WAITING", "IN_PROGRESS", "SUCCESS")
 DESTROY_EVENTS = ("DESTROYING", "NOT_DEPLOYED")
 FINAL = ("SUCCESS", "NOT_DEPLOYED")
-
-
-class BenchError(RuntimeError):
-    """The benchmark could not run to the end; the message says why."""
 
 
 def percentile(values: Any, q: float) -> float:
@@ -395,25 +399,6 @@ def run_client() -> int:
 
 # ================================================================================ the driver
 
-_children: list[subprocess.Popen[bytes]] = []  # servers started, stopped on any exit
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind((HOST, 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of a process, from /proc."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError as error:
-        raise BenchError(f"cannot read /proc/{pid}/stat: {error}") from None
-    # after the ")" of comm: field 3 (state) is index 0, so utime (14) and stime (15) are 11 and 12
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
-
 
 def rss_kb(pid: int) -> int:
     """VmRSS of a process in KB, from /proc."""
@@ -424,41 +409,6 @@ def rss_kb(pid: int) -> int:
     except OSError as error:
         raise BenchError(f"cannot read /proc/{pid}/status: {error}") from None
     raise BenchError(f"no VmRSS in /proc/{pid}/status")
-
-
-def stop_process(process: subprocess.Popen[bytes], timeout: float = 15.0) -> None:
-    """SIGINT, then SIGKILL if the process is still there after `timeout` seconds."""
-    if process.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
-    with contextlib.suppress(ValueError):
-        _children.remove(process)
-
-
-def stop_all_children() -> None:
-    for process in reversed(list(_children)):
-        stop_process(process)
-
-
-def tail(path: Path, lines: int = 30) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
-
-def base_env() -> dict[str, str]:
-    """This environment without any GPUPAAS_* variable (the bench sets its own) and without proxies."""
-    return {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("GPUPAAS_") and k.lower() not in ("http_proxy", "https_proxy", "all_proxy")
-    }
 
 
 @dataclass
@@ -494,7 +444,7 @@ class Server:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
-        _children.append(self.process)
+        children.append(self.process)
         deadline = time.monotonic() + timeout
         async with httpx.AsyncClient(base_url=self.url, trust_env=False, timeout=2.0) as http:
             while True:

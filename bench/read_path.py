@@ -29,12 +29,10 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from array import array
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -42,8 +40,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness import (
+    BenchError,
+    base_env,
+    children,
+    cpu_seconds,
+    free_port,
+    scratch_database,
+    stop_all_children,
+    stop_process,
+    tail,
+)
+
 HOST = "127.0.0.1"
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 SCRIPT = str(Path(__file__).resolve())  # run with --raw-server or --client
 PAGE = 100  # computeProfiles(first:), the API's largest page
 
@@ -91,10 +100,6 @@ REQUESTS = (
 )
 
 
-class BenchError(RuntimeError):
-    """The benchmark could not run to the end; the message says why."""
-
-
 class AnswersDiffer(BenchError):
     """The GraphQL server and the raw handler did not give the same JSON."""
 
@@ -107,16 +112,6 @@ def percentile(values: Any, q: float) -> float:
     low = int(rank)
     high = min(low + 1, len(ordered) - 1)
     return float(ordered[low] + (ordered[high] - ordered[low]) * (rank - low))
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of a process (all its threads), from /proc."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError as error:
-        raise BenchError(f"cannot read /proc/{pid}/stat: {error}") from None
-    # after the ")" of comm: field 3 (state) is index 0, so utime (14) and stime (15) are 11 and 12
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
 def json_dumps() -> tuple[Any, str]:
@@ -587,50 +582,6 @@ def run_client() -> int:
 
 # ================================================================================ the driver
 
-_children: list[subprocess.Popen[bytes]] = []  # servers started, stopped on any exit
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind((HOST, 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def stop_process(process: subprocess.Popen[bytes], timeout: float = 15.0) -> None:
-    """SIGINT, then SIGKILL if the process is still there after `timeout` seconds."""
-    if process.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
-    with contextlib.suppress(ValueError):
-        _children.remove(process)
-
-
-def stop_all_children() -> None:
-    for process in reversed(list(_children)):
-        stop_process(process)
-
-
-def tail(path: Path, lines: int = 30) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
-
-def base_env() -> dict[str, str]:
-    """This environment without any GPUPAAS_* variable (the bench sets its own) and without proxies."""
-    return {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("GPUPAAS_") and k.lower() not in ("http_proxy", "https_proxy", "all_proxy")
-    }
-
 
 @dataclass
 class Server:
@@ -668,7 +619,7 @@ class Server:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
-        _children.append(self.process)
+        children.append(self.process)
         deadline = time.monotonic() + timeout
         async with httpx.AsyncClient(base_url=self.url, trust_env=False, timeout=2.0) as http:
             while True:
@@ -691,32 +642,6 @@ class Server:
             raise BenchError(
                 f"the {self.name} server exited with {self.process.returncode}:\n{tail(self.log)}"
             )
-
-
-async def _admin_execute(url: str, sql: str) -> None:
-    import asyncpg  # type: ignore[import-untyped]
-
-    conn = await asyncpg.connect(url.replace("postgres://", "postgresql://", 1), timeout=10)
-    try:
-        await conn.execute(sql, timeout=30)
-    finally:
-        await conn.close()
-
-
-@contextlib.asynccontextmanager
-async def scratch_database(admin_url: str | None, workdir: Path) -> AsyncIterator[str]:
-    """A fresh SQLite file in `workdir`, or a scratch database on the PostgreSQL server of
-    `admin_url` (created here, dropped at the end)."""
-    if admin_url is None:
-        yield f"sqlite://{workdir / 'gpupaas.db'}"
-        return
-    name = f"gpupaas_bench_{uuid.uuid4().hex[:10]}"
-    base = admin_url.replace("postgresql://", "postgres://", 1).rpartition("/")[0]
-    await _admin_execute(admin_url, f'CREATE DATABASE "{name}"')
-    try:
-        yield f"{base}/{name}"
-    finally:
-        await _admin_execute(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 # ------------------------------------------------------------------------------------ seeding

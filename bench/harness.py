@@ -1,0 +1,102 @@
+"""What the benchmarks share: the error they stop with, the processes they start (stopped on any
+exit), ports, /proc readings, logs, the environment they hand to `gpupaas serve`, and scratch
+databases. Imported by the scripts of this folder (run as `python bench/<name>.py`)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+children: list[subprocess.Popen[bytes]] = []  # processes started, stopped on any exit
+
+
+class BenchError(RuntimeError):
+    """The benchmark could not run to the end; the message says why."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (all its threads), from /proc."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError as error:
+        raise BenchError(f"cannot read /proc/{pid}/stat: {error}") from None
+    # after the ")" of comm: field 3 (state) is index 0, so utime (14) and stime (15) are 11 and 12
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def stop_process(
+    process: subprocess.Popen[bytes], sig: signal.Signals = signal.SIGINT, timeout: float = 15.0
+) -> None:
+    """`sig`, then SIGKILL if the process is still there after `timeout` seconds."""
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(sig)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
+    with contextlib.suppress(ValueError):
+        children.remove(process)
+
+
+def stop_all_children() -> None:
+    for process in reversed(list(children)):
+        stop_process(process)
+
+
+def tail(path: Path, lines: int = 30) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def base_env() -> dict[str, str]:
+    """This environment without any GPUPAAS_* variable (the bench sets its own) and without proxies."""
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("GPUPAAS_") and k.lower() not in ("http_proxy", "https_proxy", "all_proxy")
+    }
+
+
+async def _admin_execute(url: str, sql: str) -> None:
+    import asyncpg  # type: ignore[import-untyped]
+
+    conn = await asyncpg.connect(url.replace("postgres://", "postgresql://", 1), timeout=10)
+    try:
+        await conn.execute(sql, timeout=30)
+    finally:
+        await conn.close()
+
+
+@contextlib.asynccontextmanager
+async def scratch_database(admin_url: str | None, workdir: Path) -> AsyncIterator[str]:
+    """A fresh SQLite file in `workdir`, or a scratch database on the PostgreSQL server of
+    `admin_url` (created here, dropped at the end)."""
+    if admin_url is None:
+        yield f"sqlite://{workdir / 'gpupaas.db'}"
+        return
+    name = f"gpupaas_bench_{uuid.uuid4().hex[:10]}"
+    base = admin_url.replace("postgresql://", "postgres://", 1).rpartition("/")[0]
+    await _admin_execute(admin_url, f'CREATE DATABASE "{name}"')
+    try:
+        yield f"{base}/{name}"
+    finally:
+        await _admin_execute(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
