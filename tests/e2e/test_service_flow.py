@@ -67,7 +67,7 @@ async def test_instance_template_and_connect(db: object, studio: str, browser: A
 
     # The built-in templates (seeded at start-up) as cards.
     await nav.get_by_role("link", name="Instance Templates").click()
-    await page.get_by_role("heading", name="Instance Templates").wait_for()
+    await page.get_by_role("heading", name="Instance Templates", exact=True).wait_for()
     for name in ("jupyterlab-pytorch", "pytorch", "pytorch-rocm", "vllm-openai", "ubuntu"):
         card = page.get_by_test_id(f"template-{name}")
         await expect(card).to_be_visible()
