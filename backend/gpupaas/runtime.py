@@ -50,6 +50,7 @@ def worker_settings(settings: Settings) -> WorkerSettings:
         retry_backoff_seconds=settings.run_retry_backoff_seconds,
         requeue_after=timedelta(seconds=settings.run_requeue_after_seconds),
         reaper_interval_seconds=max(0.05, min(5.0, settings.run_requeue_after_seconds / 3)),
+        concurrency=settings.worker_concurrency,
     )
 
 

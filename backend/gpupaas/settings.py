@@ -89,7 +89,7 @@ def _secret_key(env: Mapping[str, str], database_url: str) -> str:
         )
     # The embedded default keeps a key beside the SQLite file so that a restart can still read
     # what an earlier run encrypted.
-    db_path = Path(database_url.removeprefix("sqlite://"))
+    db_path = Path(database_url.removeprefix("sqlite://").split("?", 1)[0])
     key_file = db_path.with_name(db_path.name + ".secret")
     if key_file.exists():
         return key_file.read_text().strip()
@@ -166,6 +166,8 @@ class Settings:
     run_max_attempts: int = 3
     run_requeue_after_seconds: float = 30.0
     run_retry_backoff_seconds: float = 1.0
+    # Commands (runs) one worker carries out at once; one instance's runs still go one at a time.
+    worker_concurrency: int = 16
     # After start-up: gc.freeze() (start-up objects leave the collector's generations) and higher
     # thresholds; on for `gpupaas serve` (GPUPAAS_GC_TUNING), off for embedded uses such as tests.
     gc_tuning: bool = False
@@ -222,6 +224,7 @@ class Settings:
             run_max_attempts=_int(env, "GPUPAAS_RUN_MAX_ATTEMPTS", 3, minimum=1),
             run_requeue_after_seconds=_float(env, "GPUPAAS_RUN_REQUEUE_AFTER_SECONDS", 30.0, minimum=0.1),
             run_retry_backoff_seconds=_float(env, "GPUPAAS_RUN_RETRY_BACKOFF_SECONDS", 1.0),
+            worker_concurrency=_int(env, "GPUPAAS_WORKER_CONCURRENCY", 16, minimum=1),
             gc_tuning=_bool(env, "GPUPAAS_GC_TUNING", True),
             response_cache=_bool(env, "GPUPAAS_RESPONSE_CACHE", True),
             ws_compression=_bool(env, "GPUPAAS_WS_COMPRESSION", False),

@@ -966,3 +966,22 @@ def test_sample_values_satisfy_their_definitions() -> None:
     context = sample_context(inputs)
 
     assert context.inputs == {"a": 3, "b": -2, "c": "x", "d": "1", "e": True, "f": "2Gi", "g": 0.5}
+
+
+def test_rendering_the_same_template_again_is_not_changed_by_what_callers_did_to_earlier_results() -> None:
+    # render() keeps each template text's parsed YAML: its results must still be fresh objects.
+    template = (
+        QUOTA + "---\n" + "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  list: [a, b]\n"
+    )
+    first = render(template, make_context(inputs={"gpus": 1}))
+    first[0]["spec"]["hard"]["requests.cpu"] = "changed"
+    first[0]["metadata"]["labels"] = {"added": "yes"}
+    first[1]["data"]["list"].append("c")
+    again = render(template, make_context(inputs={"gpus": 1}, cpu="8"))
+    assert again[0]["spec"]["hard"]["requests.cpu"] == "8"
+    assert "labels" not in again[0]["metadata"]
+    assert again[1]["data"]["list"] == ["a", "b"]
+    with pytest.raises(TemplateError):  # a broken text is reported every time, not cached as good
+        render("kind: [", make_context())
+    with pytest.raises(TemplateError):
+        render("kind: [", make_context())

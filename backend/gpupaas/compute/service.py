@@ -629,10 +629,6 @@ async def renew_lease(run_id: uuid.UUID, worker: str, lease: timedelta) -> bool:
     return bool(renewed)
 
 
-async def record_applied(run_id: uuid.UUID, objects: list[dict[str, Any]]) -> None:
-    await DeploymentRun.filter(id=run_id).update(applied=objects)
-
-
 async def report_progress(run_id: uuid.UUID, worker: str, message: str) -> None:
     await DeploymentRun.filter(id=run_id, lease_owner=worker, status=RunStatus.RUNNING).update(
         message=message
@@ -646,9 +642,11 @@ async def finish_run(
     succeeded: bool,
     message: str | None,
     outputs: dict[str, str] | None = None,
+    applied: list[dict[str, Any]] | None = None,
 ) -> bool:
-    """Ends the run and moves the instance on (or removes it, for a delete). False when another
-    worker took the run meanwhile (its lease had expired): that worker's result stands."""
+    """Ends the run and moves the instance on (or removes it, for a delete), keeping the objects the
+    driver applied. False when another worker took the run meanwhile (its lease had expired): that
+    worker's result stands."""
     moment = now()
     async with in_transaction():
         run = await DeploymentRun.select_for_update().get_or_none(id=run_id)
@@ -658,7 +656,11 @@ async def finish_run(
         run.message = message
         run.finished_at = moment
         run.lease_expires_at = None
-        await run.save(update_fields=["status", "message", "finished_at", "lease_expires_at"])
+        fields = ["status", "message", "finished_at", "lease_expires_at"]
+        if applied is not None:
+            run.applied = applied
+            fields.append("applied")
+        await run.save(update_fields=fields)
         instance = await _locked(run.instance_id)  # type: ignore[attr-defined]
         if succeeded and run.delete_after:
             await _remove(instance)

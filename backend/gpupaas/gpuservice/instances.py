@@ -567,6 +567,7 @@ async def finish_service_run(
     message: str | None,
     outputs: dict[str, str] | None = None,
     canceled: bool = False,
+    applied: list[dict[str, Any]] | None = None,
 ) -> bool:
     """Ends the run and moves the service instance on (removes it after a delete). A run that a
     delete superseded ends without changing the status (`canceled`: it did nothing). False when the
@@ -583,7 +584,11 @@ async def finish_service_run(
         run.message = message
         run.finished_at = compute.now()
         run.lease_expires_at = None
-        await run.save(update_fields=["status", "message", "finished_at", "lease_expires_at"])
+        fields = ["status", "message", "finished_at", "lease_expires_at"]
+        if applied is not None:  # the objects the driver applied
+            run.applied = applied
+            fields.append("applied")
+        await run.save(update_fields=fields)
         service = await _locked(run.service_id)  # type: ignore[attr-defined]
         superseded = service.status == ServiceStatus.DELETING and run.action != RunAction.DESTROY
         if succeeded and run.delete_after:

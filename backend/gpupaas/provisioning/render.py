@@ -547,10 +547,18 @@ def render(resources: str, context: RenderContext) -> list[dict[str, Any]]:
     Raises TemplateError when the template does not parse, names an unknown variable or an input
     without a value in `context`.
     """
-    rendered, problems, _ = _render(parse_documents(resources), context.variables())
+    rendered, problems, _ = _render(_parsed(resources), context.variables())
     if problems:
         raise TemplateError(problems)
     return rendered
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(resources: str) -> tuple[dict[str, Any], ...]:
+    """`parse_documents`, kept per template text: every run of a version renders the same text, and
+    parsing its YAML was the largest part of a run's CPU. `_render` only reads the documents (it
+    builds new objects), so they are shared; a template that fails to parse is not kept."""
+    return tuple(parse_documents(resources))
 
 
 def _render(

@@ -1,6 +1,10 @@
 """The worker: consumes gpupaas.commands in the gpupaas-workers group and carries out runs, of
 compute instances ("run" commands) and of GPU service instances ("service-run" commands).
 
+Up to `concurrency` commands are carried out at once (a run that waits on a cluster no longer holds
+up the others); commands with the same key (one instance's runs) still run one after another, in
+offset order, and a partition's offset is committed only up to the first command not yet done.
+
 For each command: claim the run (a finished run, or one another live worker holds, is skipped:
 redelivery is normal), then render the snapshot and apply or destroy it through the driver while a
 heartbeat renews the run's lease. Temporary failures are retried with backoff; permanent ones fail
@@ -16,17 +20,28 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import os
 import socket
 import uuid
+from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
 from gpupaas.compute import service as compute
 from gpupaas.compute.models import DeploymentRun
 from gpupaas.compute.states import RunAction
-from gpupaas.events.bus import COMMANDS_TOPIC, DEAD_LETTER_TOPIC, WORKERS_GROUP, Bus, Consumer, Message
+from gpupaas.events.bus import (
+    COMMANDS_TOPIC,
+    DEAD_LETTER_TOPIC,
+    WORKERS_GROUP,
+    Bus,
+    BusUnavailable,
+    Consumer,
+    Message,
+)
 from gpupaas.gpuservice import instances as services
 from gpupaas.provisioning.drivers.base import Driver
 from gpupaas.provisioning.plan import DriverError, PermanentError, Plan
@@ -42,6 +57,99 @@ class WorkerSettings:
     retry_backoff_seconds: float = 1.0
     requeue_after: timedelta = timedelta(seconds=30)
     reaper_interval_seconds: float = 5.0
+    # Commands carried out at once by one worker.
+    concurrency: int = 16
+    # A run's progress lines are written at most this often (the last one always is, unless the
+    # run ends first: then its final message replaces it).
+    progress_interval_seconds: float = 0.2
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a run ended: its message, the outputs and the objects the driver applied."""
+
+    succeeded: bool
+    message: str | None
+    outputs: dict[str, str] | None = None
+    applied: list[dict[str, Any]] | None = None
+
+
+class ProgressWriter:
+    """Writes a run's progress lines, at most one per `interval` seconds: the first at once, then
+    the latest of those that came meanwhile when the interval is over. A driver that reports
+    several steps within milliseconds (a fast apply, the simulated cluster at zero delay) costs one
+    write instead of one per step; what a person watching sees is the same."""
+
+    def __init__(self, write: Callable[[str], Awaitable[None]], interval: float) -> None:
+        self._write = write
+        self._interval = interval
+        self._last = -math.inf
+        self._pending: str | None = None
+        self._trailing: asyncio.Task[None] | None = None
+
+    async def __call__(self, text: str) -> None:
+        moment = asyncio.get_running_loop().time()
+        if self._trailing is None and moment - self._last >= self._interval:
+            self._last = moment
+            await self._write(text)
+            return
+        self._pending = text
+        if self._trailing is None:
+            self._trailing = asyncio.create_task(self._write_later(self._last + self._interval - moment))
+
+    async def _write_later(self, delay: float) -> None:
+        await asyncio.sleep(delay)
+        text, self._pending = self._pending, None
+        self._last = asyncio.get_running_loop().time()
+        self._trailing = None
+        if text is not None:
+            try:
+                await self._write(text)
+            except Exception:
+                log.exception("could not write a run's progress")
+
+    async def close(self) -> None:
+        """The run is over: a line still waiting is dropped (the run's final message follows)."""
+        if self._trailing is not None:
+            self._trailing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._trailing
+            self._trailing = None
+
+
+@dataclass
+class _InFlight:
+    """The commands a worker has started, per partition in offset order, and the last one of each
+    key: what may be committed (a done prefix) and what a new command must wait for."""
+
+    partitions: dict[tuple[str, int], deque[tuple[Message, asyncio.Task[None]]]] = field(default_factory=dict)
+    last_of_key: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def add(self, message: Message, task: asyncio.Task[None]) -> None:
+        self.partitions.setdefault((message.topic, message.partition), deque()).append((message, task))
+        if message.key is not None:
+            self.last_of_key[message.key] = task
+        task.add_done_callback(lambda _: self._done(message.key, task))
+
+    def _done(self, key: str | None, task: asyncio.Task[None]) -> None:
+        if key is not None and self.last_of_key.get(key) is task:
+            del self.last_of_key[key]
+        self.changed.set()
+
+    def take_done(self) -> list[Message]:
+        """Removes each partition's prefix of finished commands; returns the last of each prefix."""
+        done: list[Message] = []
+        for queue in self.partitions.values():
+            last: Message | None = None
+            while queue and queue[0][1].done():
+                last = queue.popleft()[0]
+            if last is not None:
+                done.append(last)
+        return done
+
+    def tasks(self) -> list[asyncio.Task[None]]:
+        return [task for queue in self.partitions.values() for _, task in queue]
 
 
 class Worker:
@@ -83,19 +191,60 @@ class Worker:
     async def _consume(self) -> None:
         assert self._consumer is not None
         consumer = self._consumer
+        slots = asyncio.Semaphore(self.settings.concurrency)
+        inflight = _InFlight()
+        committer = asyncio.create_task(self._commit_loop(consumer, inflight), name=f"commits-{self.name}")
+        try:
+            while True:
+                try:
+                    messages = await consumer.getmany(timeout=1.0, max_records=self.settings.concurrency)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.exception("reading commands failed; retrying")
+                    await asyncio.sleep(1.0)
+                    continue
+                for message in messages:
+                    await slots.acquire()
+                    previous = inflight.last_of_key.get(message.key) if message.key is not None else None
+                    task = asyncio.create_task(self._handle_after(previous, message, slots))
+                    inflight.add(message, task)
+        finally:
+            committer.cancel()
+            running = inflight.tasks()
+            for task in running:
+                task.cancel()
+            await asyncio.gather(committer, *running, return_exceptions=True)
+
+    async def _handle_after(
+        self, previous: asyncio.Task[None] | None, message: Message, slots: asyncio.Semaphore
+    ) -> None:
+        try:
+            if previous is not None:  # the same instance's earlier command goes first
+                await asyncio.wait([previous])
+            await self.handle_message(message)
+        finally:
+            slots.release()
+
+    async def _commit_loop(self, consumer: Consumer, inflight: _InFlight) -> None:
+        """Commits each partition up to its first command not yet done. Only then does the
+        database hold the results of everything before that offset."""
         while True:
+            await inflight.changed.wait()
+            inflight.changed.clear()
+            done = inflight.take_done()
+            if not done:
+                continue
             try:
-                messages = await consumer.getmany(timeout=1.0, max_records=50)
+                await consumer.commit(done)
             except asyncio.CancelledError:
                 raise
+            except BusUnavailable as error:
+                # After a rebalance the new owner gets these again and finds their runs finished;
+                # with the broker down, the next commit covers these offsets too.
+                log.warning("could not commit finished commands: %s", error)
             except Exception:
-                log.exception("reading commands failed; retrying")
-                await asyncio.sleep(1.0)
-                continue
-            for message in messages:
-                await self.handle_message(message)
-                # Only now: the database holds the result of this command.
-                await consumer.commit([message])
+                log.exception("could not commit finished commands")
 
     async def handle_message(self, message: Message) -> None:
         try:
@@ -133,15 +282,20 @@ class Worker:
         claimed = await compute.claim_run(run_id, self.name, self.settings.lease)
         if claimed is None:
             return  # finished already, or a live worker has it
-        run = claimed.run
-        heartbeat = asyncio.create_task(self._heartbeat(run.id))
-        try:
-            succeeded, message, outputs = await self._carry_out(claimed)
-        finally:
-            heartbeat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await heartbeat
-        await compute.finish_run(run.id, self.name, succeeded=succeeded, message=message, outputs=outputs)
+
+        async def make_plan() -> tuple[Driver, Plan]:
+            driver, cluster = await self.drivers.driver_for(claimed.instance.snapshot.get("clusterId"))
+            return driver, compute.plan_for(claimed.instance, claimed.project_name, resource_names(cluster))
+
+        outcome = await self._carry_out(claimed.run, make_plan)
+        await compute.finish_run(
+            claimed.run.id,
+            self.name,
+            succeeded=outcome.succeeded,
+            message=outcome.message,
+            outputs=outcome.outputs,
+            applied=outcome.applied,
+        )
 
     async def handle_service_run(self, run_id: str) -> None:
         """A GPU service instance's run: start, restart and stop apply its plan (one replica or
@@ -166,44 +320,49 @@ class Worker:
             secret_key = self.drivers.settings.secret_key
             return driver, services.plan_for(claimed, secret_key, resource_names(cluster))
 
+        outcome = await self._carry_out(run, make_plan)
+        await services.finish_service_run(
+            run.id,
+            self.name,
+            succeeded=outcome.succeeded,
+            message=outcome.message,
+            outputs=outcome.outputs,
+            applied=outcome.applied,
+        )
+
+    async def _carry_out(
+        self, run: DeploymentRun, make_plan: Callable[[], Awaitable[tuple[Driver, Plan]]]
+    ) -> Outcome:
+        """`_attempts` while a heartbeat renews the run's lease and progress lines are written."""
+        interval = self.settings.progress_interval_seconds
+        progress = ProgressWriter(lambda text: compute.report_progress(run.id, self.name, text), interval)
         heartbeat = asyncio.create_task(self._heartbeat(run.id))
         try:
-            succeeded, message, outputs = await self._attempts(run, make_plan)
+            return await self._attempts(run, make_plan, progress)
         finally:
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
-        await services.finish_service_run(
-            run.id, self.name, succeeded=succeeded, message=message, outputs=outputs
-        )
-
-    async def _carry_out(self, claimed: compute.ClaimedRun) -> tuple[bool, str | None, dict[str, str] | None]:
-        async def make_plan() -> tuple[Driver, Plan]:
-            driver, cluster = await self.drivers.driver_for(claimed.instance.snapshot.get("clusterId"))
-            return driver, compute.plan_for(claimed.instance, claimed.project_name, resource_names(cluster))
-
-        return await self._attempts(claimed.run, make_plan)
+            await progress.close()
 
     async def _attempts(
-        self, run: DeploymentRun, make_plan: Callable[[], Awaitable[tuple[Driver, Plan]]]
-    ) -> tuple[bool, str | None, dict[str, str] | None]:
+        self,
+        run: DeploymentRun,
+        make_plan: Callable[[], Awaitable[tuple[Driver, Plan]]],
+        progress: Callable[[str], Awaitable[None]],
+    ) -> Outcome:
         """Carries the run out through the driver, retrying temporary failures with backoff."""
-
-        async def progress(text: str) -> None:
-            await compute.report_progress(run.id, self.name, text)
-
         last_error = ""
         for attempt in range(1, self.settings.max_attempts + 1):
             try:
                 driver, plan = await make_plan()
                 if run.action != RunAction.DESTROY:
                     applied = await driver.apply(plan, progress)
-                    await compute.record_applied(run.id, [ref.to_json() for ref in applied.objects])
-                    return True, None, applied.outputs
+                    return Outcome(True, None, applied.outputs, [ref.to_json() for ref in applied.objects])
                 await driver.destroy(plan, progress)
-                return True, None, None
+                return Outcome(True, None)
             except PermanentError as error:
-                return False, str(error), None
+                return Outcome(False, str(error))
             except DriverError as error:
                 last_error = str(error)
             except Exception as error:  # an unexpected driver bug is retried, then reported
@@ -212,7 +371,7 @@ class Worker:
             if attempt < self.settings.max_attempts:
                 await progress(f"attempt {attempt} failed ({last_error}); retrying")
                 await asyncio.sleep(self.settings.retry_backoff_seconds * 2 ** (attempt - 1))
-        return False, f"gave up after {self.settings.max_attempts} attempts: {last_error}", None
+        return Outcome(False, f"gave up after {self.settings.max_attempts} attempts: {last_error}")
 
     async def _heartbeat(self, run_id: uuid.UUID) -> None:
         interval = max(0.05, self.settings.lease.total_seconds() / 3)
