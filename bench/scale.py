@@ -15,7 +15,8 @@ with all projects and 2% with the next project. ANALYZE runs after each insert.
 Two phases: "1k" (1,000 instances: 100 in each of the first 10 projects) and "full" (--instances
 in all, default 100,000, over all the projects: project p0 then holds --instances / P). In each
 phase, in this process (the app from gpupaas.app.create_app called through httpx.ASGITransport,
-the response cache off, the same database connection as the seeding), it sends --requests (200)
+the response cache off, the same database connection as the seeding, the GC tuned as `gpupaas serve`
+tunes it unless --no-gc-tuning), it sends --requests (200)
 sequential requests of each operation after --warmup (20) and prints p50/p90/p99/max:
 
 - computeInstances(project: "p0", search: WORD, status: [SUCCESS], first: 50)
@@ -509,6 +510,12 @@ async def measure_phase(app: Any, conn: Any, token: str, args: argparse.Namespac
 
     headers = {"authorization": f"Bearer {token}", "content-type": "application/json"}
     results: dict[str, Result] = {}
+    if args.gc_tuning:
+        # As `gpupaas serve` does after start-up (GPUPAAS_GC_TUNING); here the seeding's objects
+        # would otherwise be walked by every full collection during the measured requests.
+        from gpupaas.app import tune_gc
+
+        tune_gc()
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bench") as http:
         # the token's first use is written (at most once a minute): not part of any request below
         await http.post("/graphql", content=json.dumps({"query": "{ me { username } }"}), headers=headers)
@@ -598,7 +605,8 @@ def report(
         f"\nsettings: PostgreSQL scratch database, {len(seeded.project_ids)} projects, "
         f"{len(seeded.profile_rows)} "
         f"compute profiles, instances seeded by COPY ({seeded.seconds:.1f}s in all) then ANALYZE; "
-        f"app in process (httpx.ASGITransport, response cache off, platform admin token); "
+        f"app in process (httpx.ASGITransport, response cache off, platform admin token, "
+        f"GC {'tuned' if args.gc_tuning else 'not tuned'}); "
         f"search word {SEARCH!r}; {os.cpu_count()} CPUs"
     )
     print(
@@ -679,6 +687,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--requests", type=int, default=200, help="measured requests per operation (default 200)"
     )
     parser.add_argument("--warmup", type=int, default=20, help="warm-up requests per operation (default 20)")
+    parser.add_argument(
+        "--no-gc-tuning",
+        dest="gc_tuning",
+        action="store_false",
+        help="measure without the GC tuning that `gpupaas serve` applies after start-up",
+    )
     parser.add_argument(
         "--postgres",
         default=DEFAULT_POSTGRES,
