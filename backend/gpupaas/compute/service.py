@@ -325,10 +325,22 @@ async def _queue_run(
     return run
 
 
-async def _write_status(instance: ComputeInstance, status: DeploymentStatus, message: str | None) -> None:
-    """Conditional on the version this request read: a concurrent change makes it a CONFLICT."""
+async def _write_status(
+    instance: ComputeInstance,
+    status: DeploymentStatus,
+    message: str | None,
+    outputs: dict[str, str] | None = None,
+) -> None:
+    """Conditional on the version this request read: a concurrent change makes it a CONFLICT.
+    `outputs`, when given, are written in the same statement."""
+    extra: dict[str, Any] = {} if outputs is None else {"outputs": outputs}
     changed = await ComputeInstance.filter(id=instance.id, version=instance.version).update(
-        status=status, status_message=message, version=instance.version + 1, updated_at=now(), drifted=False
+        status=status,
+        status_message=message,
+        version=instance.version + 1,
+        updated_at=now(),
+        drifted=False,
+        **extra,
     )
     if not changed:
         raise UserErrors.one(
@@ -337,6 +349,8 @@ async def _write_status(instance: ComputeInstance, status: DeploymentStatus, mes
             ErrorCode.CONFLICT,
         )
     instance.status, instance.status_message, instance.version = status, message, instance.version + 1
+    if outputs is not None:
+        instance.outputs = outputs
 
 
 async def _locked(instance_id: uuid.UUID) -> ComputeInstance:
@@ -666,12 +680,9 @@ async def finish_run(
             await _remove(instance)
         else:
             status = states.run_succeeded(run.action) if succeeded else states.run_failed(run.action)
-            if outputs is not None:
-                instance.outputs = outputs
-                await ComputeInstance.filter(id=instance.id).update(outputs=outputs)
-            elif succeeded and run.action == RunAction.DESTROY:
-                await ComputeInstance.filter(id=instance.id).update(outputs={})
-            await _write_status(instance, status, message)
+            if outputs is None and succeeded and run.action == RunAction.DESTROY:
+                outputs = {}
+            await _write_status(instance, status, message, outputs)
             await _announce(instance)
     outbox.notify()
     return True
