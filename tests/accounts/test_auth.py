@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from gpupaas.accounts.models import ApiToken
-from tests.conftest import GraphQLClient
-from tests.factories import make_user
+from gpupaas.accounts import service as accounts
+from gpupaas.accounts.models import ApiToken, Role, Session, User
+from gpupaas.app import actor_from_credentials
+from tests.conftest import GraphQLClient, QueryCounter
+from tests.factories import make_project, make_user
 
 LOGIN = """
 mutation($u: String!, $p: String!) {
@@ -92,6 +94,67 @@ async def test_expired_tokens_do_not_sign_in(db: object, gql: GraphQLClient) -> 
         expires_at=datetime.now(UTC) - timedelta(seconds=1)
     )
     assert (await gql.data(ME, token=created["token"]))["me"] is None
+
+
+async def test_each_request_finds_its_caller_in_one_statement(
+    db: object, count_queries: QueryCounter
+) -> None:
+    """The credential, its user and the user's roles come in one statement; a token's last use is
+    written at most once a minute, an ended session is deleted; nothing else is run."""
+    alice, bob = await make_user("alice"), await make_user("bob")
+    root = await make_user("root", platform_admin=True)
+    ml = await make_project("ml", alice=Role.ADMIN)
+    research = await make_project("research", alice=Role.MEMBER)
+    _, session = await accounts.login("alice", "correct horse battery", timedelta(hours=1))
+
+    async def caller(authorization: str | None, cookie: str | None) -> tuple[accounts.Actor, int]:
+        count_queries.statements.clear()
+        actor, _ = await actor_from_credentials(authorization, cookie)
+        return actor, len(count_queries.statements)
+
+    first, statements = await caller(f"Bearer {alice.token}", None)
+    assert statements == 2  # the first use is written down
+    again, statements = await caller(f"Bearer {alice.token}", None)
+    assert statements == 1
+    for actor in (first, again):
+        assert actor.roles == {ml.id: Role.ADMIN, research.id: Role.MEMBER}
+        assert actor.user is not None
+        stored = await User.get(id=alice.user.id)
+        assert {name: getattr(actor.user, name) for name in User._meta.fields_db_projection} == {
+            name: getattr(stored, name) for name in User._meta.fields_db_projection
+        }
+    await caller(f"Bearer {bob.token}", None)
+    lonely, statements = await caller(f"Bearer {bob.token}", None)
+    assert (lonely.user is not None and lonely.user.username, lonely.roles, statements) == ("bob", {}, 1)
+    await caller(f"Bearer {root.token}", None)
+    admin, _ = await caller(f"Bearer {root.token}", None)
+    assert admin.is_platform_admin and admin.roles == {}
+
+    by_cookie, statements = await caller(None, session)
+    assert (by_cookie.user is not None and by_cookie.user.username, statements) == ("alice", 1)
+    assert by_cookie.roles == first.roles
+    token_wins, _ = await caller(f"Bearer {bob.token}", session)
+    assert token_wins.user is not None and token_wins.user.username == "bob"
+
+    for authorization, cookie, most in [
+        ("Bearer gpp_unknown", None, 1),
+        ("Bearer not-a-token", None, 0),
+        ("Basic Zm9vOmJhcg==", None, 0),
+        ("Bearer ", None, 0),
+        (None, "no-such-session", 1),
+        (None, None, 0),
+    ]:
+        nobody, statements = await caller(authorization, cookie)
+        assert nobody.user is None and nobody.roles == {}, authorization
+        assert statements <= most, authorization
+
+    await ApiToken.filter(user_id=alice.user.id).update(expires_at=datetime.now(UTC) - timedelta(seconds=1))
+    expired, statements = await caller(f"Bearer {alice.token}", None)
+    assert (expired.user, statements) == (None, 1)
+    await Session.filter(user_id=alice.user.id).update(expires_at=datetime.now(UTC) - timedelta(seconds=1))
+    ended, statements = await caller(None, session)
+    assert (ended.user, statements) == (None, 2)  # found, then deleted
+    assert not await Session.exists(user_id=alice.user.id)
 
 
 async def test_token_input_errors(db: object, gql: GraphQLClient) -> None:

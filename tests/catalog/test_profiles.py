@@ -518,7 +518,9 @@ async def test_lists_run_a_fixed_number_of_queries(
         await count(CATALOG, {"project": "research"}),
     )
     assert small == large, (small, large)
-    assert large[0] <= 12 and large[1] <= 12
+    # The caller, the project and the rows (catalog.reads: tests/catalog/test_reads.py), then the
+    # DataLoaders of what the rows do not hold: the profiles' project and the versions' resources.
+    assert large[0] <= 6 and large[1] <= 6, large
 
 
 async def test_a_setting_without_a_value_keeps_the_template_default(db: object, gql: GraphQLClient) -> None:

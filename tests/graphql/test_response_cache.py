@@ -62,8 +62,9 @@ async def test_a_repeated_read_is_answered_from_memory_until_a_mutation(
     again = await gql.data(CATALOG, token=alice.token)
     assert again == first
     assert app.cache is not None and app.cache.hits == 1
-    # The hit read the caller and the data version, and nothing of the catalog.
+    # The hit read the caller (one statement) and the data version, and nothing of the catalog.
     assert not any("compute_profiles" in s for s in count_queries.statements), count_queries.statements
+    assert len(count_queries.statements) == 2, count_queries.statements
     renamed = await gql.data(RENAME, {"id": str(profile.id), "d": "Renamed"}, token=alice.token)
     assert renamed["updateComputeProfile"]["userErrors"] == []
     assert (await gql.data(CATALOG, token=alice.token))["catalog"][0]["displayName"] == "Renamed"

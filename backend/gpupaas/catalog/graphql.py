@@ -1,15 +1,20 @@
 """GraphQL for the catalog: environment templates, compute profiles, sharing and the catalog query.
 
-Thin: every rule lives in `catalog.service`; related objects come through the request's
-DataLoaders, so lists cost a fixed number of queries whatever their length.
+Thin: every rule lives in `catalog.service`. The profile list and the catalog read each profile's
+version, template and share targets in their own statement (catalog.reads), and their profiles
+answer those fields from what was read, with plain resolvers (no coroutine, no asyncio task per
+field); elsewhere related objects come through the request's DataLoaders, so lists cost a fixed
+number of queries whatever their length.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable
+from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 import strawberry
 
@@ -26,9 +31,11 @@ from gpupaas.catalog.models import (
     Vendor,
     VersionState,
 )
+from gpupaas.catalog.reads import ListedProfile
 from gpupaas.catalog.service import SENSITIVE_MASK
 from gpupaas.core import sharing
 from gpupaas.core.errors import InvalidArgument
+from gpupaas.core.pagination import encode_cursor
 from gpupaas.graphql.common import (
     DeletePayload,
     KeyValue,
@@ -36,10 +43,8 @@ from gpupaas.graphql.common import (
     PageInfo,
     UserError,
     attempt,
-    cursors_of,
     delete_payload,
     key_values,
-    page_info,
     pairs_in,
 )
 from gpupaas.graphql.context import Info
@@ -66,6 +71,16 @@ class OverridePolicy(Enum):
     NOT_ALLOWED = "NOT_ALLOWED"
     ALLOWED = "ALLOWED"
     RESTRICTED = "RESTRICTED"
+
+
+T = TypeVar("T")
+
+
+def _later(work: Awaitable[T]) -> T:
+    """What a plain resolver returns when its value is still to be loaded: graphql-core awaits
+    whatever awaitable a resolver returns, so one plain function answers at once when the value was
+    read already and loads it otherwise (an async resolver costs a coroutine and a task per call)."""
+    return cast(T, work)
 
 
 async def _project(info: Info, project_id: uuid.UUID) -> ProjectType:
@@ -154,9 +169,16 @@ class EnvironmentTemplateVersionType:
         assert template is not None
         owner = await info.context.loaders.project.load(template.project_id)  # type: ignore[attr-defined]
         assert owner is not None
-        return (
-            self._model.resources if service.can_see_internals(info.context.actor, template, owner) else None
-        )
+        if not service.can_see_internals(info.context.actor, template, owner):
+            return None
+        version = self._model
+        # The lists read versions without their resources (catalog.reads): a partial model, on
+        # which the attribute is missing.
+        if getattr(version, "resources", None) is None:
+            loaded = await info.context.loaders.version.load(version.id)
+            assert loaded is not None
+            version = loaded
+        return version.resources
 
     @strawberry.field
     async def template(self, info: Info) -> EnvironmentTemplateType:
@@ -350,6 +372,9 @@ class ComputeProfileType:
     created_at: datetime
     updated_at: datetime
     _model: strawberry.Private[ComputeProfile]
+    # What a list read along with the profile (catalog.reads.ListedProfile), as the API shows it:
+    # the resolvers answer from it. None: they load what they show through the DataLoaders.
+    _read: strawberry.Private[_ReadWithProfile | None] = None
 
     @strawberry.field
     async def project(self, info: Info) -> ProjectType:
@@ -371,38 +396,47 @@ class ComputeProfileType:
         description="One per input of the template version. A sensitive input's value shows as "
         '"********"; given back unchanged, it keeps the stored value.'
     )
-    async def input_settings(self, info: Info) -> list[InputSetting]:
-        version = await info.context.loaders.version.load(self._model.template_version_id)  # type: ignore[attr-defined]
-        sensitive = {d["name"] for d in version.inputs if d.get("sensitive")} if version else set()
-        return [
-            InputSetting(
-                name=s["name"],
-                value=SENSITIVE_MASK
-                if s["name"] in sensitive and s.get("value") is not None
-                else s.get("value"),
-                required=bool(s.get("required")),
-                override=OverridePolicy(s.get("override", "ALLOWED")),
-                allowed_values=list(s.get("allowedValues") or []),
-            )
-            for s in self._model.input_settings
-        ]
+    def input_settings(self, info: Info) -> list[InputSetting]:
+        if self._read is not None:
+            return self._read.input_settings
+        return _later(self._load_input_settings(info))
 
     @strawberry.field
-    async def environment_template_version(self, info: Info) -> EnvironmentTemplateVersionType:
-        version = await info.context.loaders.version.load(self._model.template_version_id)  # type: ignore[attr-defined]
-        assert version is not None
-        return EnvironmentTemplateVersionType.of(version)
+    def environment_template_version(self, info: Info) -> EnvironmentTemplateVersionType:
+        if self._read is not None:
+            return self._read.version
+        return _later(self._load_version(info))
 
     @strawberry.field
-    async def environment_template(self, info: Info) -> EnvironmentTemplateType:
+    def environment_template(self, info: Info) -> EnvironmentTemplateType:
+        if self._read is not None:
+            return self._read.template
+        return _later(self._load_template(info))
+
+    @strawberry.field
+    def sharing(self, info: Info) -> SharingType:
+        if self._read is not None:
+            return self._read.sharing
+        return _later(self._load_sharing(info))
+
+    async def _version(self, info: Info) -> EnvironmentTemplateVersion:
         version = await info.context.loaders.version.load(self._model.template_version_id)  # type: ignore[attr-defined]
         assert version is not None
+        return version
+
+    async def _load_input_settings(self, info: Info) -> list[InputSetting]:
+        return _input_settings(self._model, _sensitive_inputs(await self._version(info)))
+
+    async def _load_version(self, info: Info) -> EnvironmentTemplateVersionType:
+        return EnvironmentTemplateVersionType.of(await self._version(info))
+
+    async def _load_template(self, info: Info) -> EnvironmentTemplateType:
+        version = await self._version(info)
         template = await info.context.loaders.template.load(version.template_id)  # type: ignore[attr-defined]
         assert template is not None
         return EnvironmentTemplateType.of(template)
 
-    @strawberry.field
-    async def sharing(self, info: Info) -> SharingType:
+    async def _load_sharing(self, info: Info) -> SharingType:
         shared = await info.context.loaders.shares_of_profile.load(self._model.id)
         visible = sharing.visible_targets(info.context.actor, self._model.project_id, shared)  # type: ignore[attr-defined]
         projects = [p for p in await info.context.loaders.project.load_many(visible) if p is not None]
@@ -412,7 +446,7 @@ class ComputeProfileType:
         )
 
     @classmethod
-    def of(cls, profile: ComputeProfile) -> ComputeProfileType:
+    def of(cls, profile: ComputeProfile, read: _ReadWithProfile | None = None) -> ComputeProfileType:
         return cls(
             id=strawberry.ID(str(profile.id)),
             name=profile.name,
@@ -441,11 +475,80 @@ class ComputeProfileType:
             created_at=profile.created_at,
             updated_at=profile.updated_at,
             _model=profile,
+            _read=read,
         )
 
 
 def _by_name(project: Project) -> str:
     return project.name
+
+
+def _sensitive_inputs(version: EnvironmentTemplateVersion) -> frozenset[str]:
+    return frozenset(d["name"] for d in version.inputs if d.get("sensitive"))
+
+
+def _input_settings(profile: ComputeProfile, sensitive: frozenset[str]) -> list[InputSetting]:
+    """The profile's settings as the API shows them: a sensitive input's value masked."""
+    return [
+        InputSetting(
+            name=s["name"],
+            value=SENSITIVE_MASK if s["name"] in sensitive and s.get("value") is not None else s.get("value"),
+            required=bool(s.get("required")),
+            override=OverridePolicy(s.get("override", "ALLOWED")),
+            allowed_values=list(s.get("allowedValues") or []),
+        )
+        for s in profile.input_settings
+    ]
+
+
+@dataclass(frozen=True)
+class _ReadWithProfile:
+    input_settings: list[InputSetting]
+    version: EnvironmentTemplateVersionType
+    template: EnvironmentTemplateType
+    sharing: SharingType
+
+
+class _Listing:
+    """The types of a list's profiles (ListedProfile) for one caller: each version, template and
+    project made once, and shared by the profiles that show it."""
+
+    def __init__(self, info: Info) -> None:
+        self.actor = info.context.actor
+        self.versions: dict[uuid.UUID, tuple[EnvironmentTemplateVersionType, frozenset[str]]] = {}
+        self.templates: dict[uuid.UUID, EnvironmentTemplateType] = {}
+        self.projects: dict[uuid.UUID, ProjectType] = {}
+
+    def profile(self, listed: ListedProfile) -> ComputeProfileType:
+        profile = listed.profile
+        known = self.versions.get(listed.version.id)
+        if known is None:
+            known = self.versions[listed.version.id] = (
+                EnvironmentTemplateVersionType.of(listed.version),
+                _sensitive_inputs(listed.version),
+            )
+        version, sensitive = known
+        template = self.templates.get(listed.template.id)
+        if template is None:
+            template = self.templates[listed.template.id] = EnvironmentTemplateType.of(listed.template)
+        by_id = {p.id: p for p in listed.shared_with}
+        visible = sharing.visible_targets(self.actor, profile.project_id, list(by_id))  # type: ignore[attr-defined]
+        projects = sorted((by_id[pid] for pid in visible), key=_by_name)
+        return ComputeProfileType.of(
+            profile,
+            _ReadWithProfile(
+                input_settings=_input_settings(profile, sensitive),
+                version=version,
+                template=template,
+                sharing=SharingType(mode=profile.sharing_mode, projects=[self.project(p) for p in projects]),
+            ),
+        )
+
+    def project(self, project: Project) -> ProjectType:
+        made = self.projects.get(project.id)
+        if made is None:
+            made = self.projects[project.id] = ProjectType.of(project)
+        return made
 
 
 @strawberry.type
@@ -603,13 +706,21 @@ class CatalogQuery:
         after: str | None = None,
     ) -> ComputeProfileConnection:
         page = await service.list_profiles(info.context.actor, project, search, first, after)
-        cursors = cursors_of(page)
+        listing = _Listing(info)
+        edges = [
+            ComputeProfileEdge(
+                node=listing.profile(row), cursor=encode_cursor(row.profile.created_at, row.profile.id)
+            )
+            for row in page.rows
+        ]
         return ComputeProfileConnection(
-            edges=[
-                ComputeProfileEdge(node=ComputeProfileType.of(row), cursor=c)
-                for row, c in zip(page.rows, cursors, strict=True)
-            ],
-            page_info=page_info(page, cursors),
+            edges=edges,
+            page_info=PageInfo(
+                has_next_page=page.has_next,
+                has_previous_page=page.has_previous,
+                start_cursor=edges[0].cursor if edges else None,
+                end_cursor=edges[-1].cursor if edges else None,
+            ),
             total_count=page.total,
         )
 
@@ -622,7 +733,8 @@ class CatalogQuery:
         description="The SKUs a project's users may launch: its own profiles and those shared with it."
     )
     async def catalog(self, info: Info, project: str, search: str | None = None) -> list[ComputeProfileType]:
-        return [ComputeProfileType.of(p) for p in await service.catalog(info.context.actor, project, search)]
+        listing = _Listing(info)
+        return [listing.profile(row) for row in await service.catalog(info.context.actor, project, search)]
 
 
 @strawberry.type

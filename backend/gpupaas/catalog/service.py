@@ -28,6 +28,7 @@ from gpupaas.accounts.service import (
     require_project,
 )
 from gpupaas.catalog import readme as readme_mod
+from gpupaas.catalog import reads
 from gpupaas.catalog.models import (
     AllocationType,
     ComputeProfile,
@@ -41,7 +42,6 @@ from gpupaas.catalog.models import (
 from gpupaas.clusters.service import cluster_for_profile
 from gpupaas.core import sharing, validation
 from gpupaas.core.errors import Collector, ErrorCode, Forbidden, NotFound, UserErrors
-from gpupaas.core.pagination import Page, paginate
 from gpupaas.core.search import matching
 from gpupaas.provisioning import builtins, render
 from gpupaas.provisioning.inputs import InputDefinition, check_value
@@ -462,31 +462,22 @@ async def _require_profile_admin(actor: Actor, profile_id: str, field: tuple[str
 
 async def list_profiles(
     actor: Actor, project: str, search: str | None, first: int | None, after: str | None
-) -> Page[ComputeProfile]:
+) -> reads.ProfilePage:
+    """The profiles a project owns, newest first (its admins' view); search matches name, display
+    name and description. Each with its version, template and share targets (catalog.reads)."""
     owner = await _project_for_listing(actor, project)
     if not actor.is_admin_of(owner.id):
         raise Forbidden(
             f'Only admins of project "{owner.name}" manage its compute profiles; members use the catalog.'
         )
-    query = matching(
-        ComputeProfile.filter(project_id=owner.id), search, "name", "display_name", "description"
-    )
-    return await paginate(query, first, after)
+    return await reads.profile_page(owner.id, search, first, after)
 
 
-async def catalog(actor: Actor, project: str, search: str | None) -> list[ComputeProfile]:
-    """What the project's users may launch: its own profiles and those shared with it."""
+async def catalog(actor: Actor, project: str, search: str | None) -> list[reads.ListedProfile]:
+    """What the project's users may launch: its own profiles and those shared with it, by display
+    name. Each with its version, template and share targets (catalog.reads)."""
     owner = await _project_for_listing(actor, project)
-    shared = Q(sharing_mode=SharingMode.ALL_PROJECTS) | Q(
-        sharing_mode=SharingMode.SELECTED_PROJECTS, shares__project_id=owner.id
-    )
-    query = ComputeProfile.filter(Q(project_id=owner.id) | shared)
-    rows: list[ComputeProfile] = await (
-        matching(query, search, "name", "display_name", "description")
-        .distinct()
-        .order_by("display_name", "name", "id")
-    )
-    return rows
+    return await reads.catalog(owner.id, search)
 
 
 async def _pinnable_version(
