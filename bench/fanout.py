@@ -14,6 +14,11 @@ event and every subscriber the delay runs from the event's `at` (when the server
 same machine clock) to its receipt.
 
     .venv/bin/python bench/fanout.py [--subscribers 200 500 1000] [--events 100] [--memory-events 1000]
+        [--selections 1]
+
+The server executes and serializes each event once per distinct selection, not once per subscriber
+(gpupaas/graphql/fanout.py): with --selections K the subscribers are spread over K selections of
+the same fields in different orders, so that each event is executed K times.
 
 It prints figures and asserts nothing about speed; it fails (exit status 1) when a subscriber
 missed an event or a step does not finish within its timeout. All traffic stays on 127.0.0.1.
@@ -24,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import resource
@@ -56,10 +62,23 @@ from harness import (
 HOST = "127.0.0.1"
 PROJECT = "bench"
 CLIENT_SCRIPT = str(Path(__file__).resolve())  # run with --client: the subscribers
-SUBSCRIPTION = (
-    "subscription($p: String!) "
-    "{ computeInstanceEvents(project: $p) { status at instance { id name status } } }"
+
+
+# The subscribers' selection, and the same fields in other orders (--selections): 36 variants.
+VARIANTS = list(
+    itertools.product(
+        itertools.permutations(("status", "at", "instance")), itertools.permutations(("id", "name", "status"))
+    )
 )
+
+
+def subscription(variant: int) -> str:
+    """The subscribers' operation; variant 0 is `{ status at instance { id name status } }`."""
+    outer, inner = VARIANTS[variant]
+    fields = " ".join(f"instance {{ {' '.join(inner)} }}" if name == "instance" else name for name in outer)
+    return f"subscription($p: String!) {{ computeInstanceEvents(project: $p) {{ {fields} }} }}"
+
+
 DEPLOY = """
 mutation($id: ID!) {
   deployComputeInstance(id: $id) { computeInstance { id status } userErrors { field message } }
@@ -130,11 +149,12 @@ class Phase:
 
 
 class Client:
-    def __init__(self, url: str, token: str, project: str, instance_id: str) -> None:
+    def __init__(self, url: str, token: str, project: str, instance_id: str, selections: int) -> None:
         self.ws_url = url.replace("http://", "ws://", 1) + "/graphql"
         self.token = token
         self.project = project
         self.instance_id = instance_id
+        self.selections = selections
         self.sockets: list[Any] = []
         self.readers: list[asyncio.Task[None]] = []
         self.probed: list[bool] = []
@@ -156,13 +176,16 @@ class Client:
         self.sockets.extend([None] * count)
         self.probed.extend([False] * count)
         init = json.dumps({"type": "connection_init", "payload": {"authorization": f"Bearer {self.token}"}})
-        subscribe = json.dumps(
-            {
-                "id": "1",
-                "type": "subscribe",
-                "payload": {"query": SUBSCRIPTION, "variables": {"p": self.project}},
-            }
-        )
+        subscribe = [
+            json.dumps(
+                {
+                    "id": "1",
+                    "type": "subscribe",
+                    "payload": {"query": subscription(variant), "variables": {"p": self.project}},
+                }
+            )
+            for variant in range(self.selections)
+        ]
         gate = asyncio.Semaphore(parallel)
 
         async def one(index: int) -> None:
@@ -181,7 +204,7 @@ class Client:
                 ack = json.loads(await asyncio.wait_for(ws.recv(), 30))
                 if ack.get("type") != "connection_ack":
                     raise RuntimeError(f"subscriber {index}: websocket not accepted: {ack}")
-                await ws.send(subscribe)
+                await ws.send(subscribe[index % self.selections])
                 self.readers.append(asyncio.create_task(self.read(index, ws)))
 
         await asyncio.gather(*(one(i) for i in range(first, first + count)))
@@ -369,7 +392,7 @@ async def client_main() -> None:
     if not line:
         return
     init = json.loads(line)
-    client = Client(init["url"], init["token"], init["project"], init["instance"])
+    client = Client(init["url"], init["token"], init["project"], init["instance"], init["selections"])
     answer({"ok": True, "loop": type(loop).__module__.split(".")[0], "pid": os.getpid()})
     try:
         while line := await reader.readline():
@@ -766,7 +789,14 @@ async def measure(n: int, memory_events: int, args: argparse.Namespace, workdir:
             profile_id, instance_id = await prepare(gql)
 
             client = await ClientProcess.start(
-                workdir, {"url": server.url, "token": token, "project": PROJECT, "instance": instance_id}
+                workdir,
+                {
+                    "url": server.url,
+                    "token": token,
+                    "project": PROJECT,
+                    "instance": instance_id,
+                    "selections": args.selections,
+                },
             )
             stack.push_async_callback(client.stop)
             driver = Driver(server, gql, client, (profile_id, instance_id), args.timeout)
@@ -929,6 +959,7 @@ def report(results: list[Result], args: argparse.Namespace) -> int:
     loops = sorted({r.client_loop for r in results})
     print(
         f"\nsettings: --events {args.events} (rounded up to whole deploys [3 events] and destroys [2]), "
+        f"--selections {args.selections}, "
         f"one operation at a time; SQLite (fresh file); in-process bus; simulated driver, phase 0 s; one "
         f"`gpupaas serve` (API + relay + broadcaster + worker); one client process ({'/'.join(loops)} loop); "
         f"{os.cpu_count()} CPUs"
@@ -957,6 +988,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=60.0,
         help="seconds for each operation to reach every subscriber (default 60)",
     )
+    parser.add_argument(
+        "--selections",
+        type=int,
+        default=1,
+        help=f"distinct selections the subscribers are spread over (default 1, at most {len(VARIANTS)})",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary directories (logs)")
     parser.add_argument(
         "--server-env",
@@ -969,6 +1006,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if any(n < 2 for n in args.subscribers):
         parser.error("--subscribers must be at least 2")
+    if not 1 <= args.selections <= len(VARIANTS):
+        parser.error(f"--selections must be from 1 to {len(VARIANTS)}")
     if args.events < 1 or args.memory_events < 0:
         parser.error("--events must be at least 1 and --memory-events at least 0")
     return args

@@ -29,7 +29,7 @@ from tortoise import Tortoise
 
 from gpupaas import bootstrap, db
 from gpupaas.accounts import service as accounts
-from gpupaas.graphql import response_cache
+from gpupaas.graphql import fanout, response_cache
 from gpupaas.graphql.context import SESSION_COOKIE, Context
 from gpupaas.graphql.response_cache import ResponseCache
 from gpupaas.graphql.schema import build_schema
@@ -128,6 +128,11 @@ class GraphQLApp(GraphQL[Context, None]):
             context.actor = actor
         unset: UnsetType = UNSET
         return unset
+
+    def encode_json(self, data: object) -> str | bytes:
+        """A subscription's `next` message carrying a result that its subscribers share is spliced
+        from that result's JSON, made once (graphql/fanout.py); everything else is encoded as is."""
+        return fanout.encode_message(data, super().encode_json)
 
 
 MAX_BODY_BYTES = 4 * 1024 * 1024  # the largest field (a template's resources) is capped at 512 KiB

@@ -139,6 +139,9 @@ class StatusBroadcaster:
         read per event, not 1,000. Keys must name an immutable state, such as an instance at a
         version. A failed read is not kept."""
         future = self._shared.get(key)
+        if future is not None and future.done():
+            # The other subscribers of an event: no shield and no suspension (a failed read raises)
+            return future.result()  # type: ignore[no-any-return]
         if future is None:
             future = asyncio.ensure_future(load())
             self._shared[key] = future

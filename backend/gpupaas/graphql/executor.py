@@ -1,4 +1,5 @@
-"""The execution context of our schema: strawberry's, without graphql-core 3.3.2's subscription leak.
+"""The execution context of our schema: strawberry's, without graphql-core 3.3.2's subscription leak,
+and with each subscription event executed once for all the subscribers who would get the same.
 
 graphql-core runs each subscription event with a shallow copy of the subscription's executor
 (`build_per_event_executor`), and the copy shares the memo `_relevant_sub_fields`, keyed by the
@@ -7,6 +8,9 @@ never freed (about 1.4 KB per delivered message; at 1,000 subscribers, megabytes
 and ever longer full-GC pauses). Each per-event executor gets a memo of its own instead, which
 lives as long as that event's execution. tests/graphql/test_subscription_memory.py fails if the
 leak comes back.
+
+Subscribers whose operation, variables and visibility are the same share one execution of an event
+they are all given (graphql/fanout.py); tests/graphql/test_fanout.py counts the executions.
 """
 
 from __future__ import annotations
@@ -15,9 +19,24 @@ from typing import Any
 
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
+from gpupaas.graphql import fanout
+
 
 class ExecutionContext(StrawberryGraphQLCoreExecutionContext):
+    # The subscription's sharing key, found at its first event (per-event copies inherit it).
+    _sharing_known = False
+    _sharing: str | None = None
+
     def build_per_event_executor(self, payload: Any) -> Any:
+        if not self._sharing_known:
+            variables = self.variable_values.coerced
+            self._sharing = fanout.sharing_key(self.operation, variables, self.context_value)
+            self._sharing_known = True
+        if self._sharing is None:
+            return self.own_event_executor(payload)
+        return fanout.SHARED.executor_for(payload, self._sharing, self.own_event_executor)
+
+    def own_event_executor(self, payload: Any) -> Any:
         executor = super().build_per_event_executor(payload)
         executor._relevant_sub_fields = {}
         return executor

@@ -1,4 +1,5 @@
-"""Schema extensions: the error policy (codes, masking) applied to every operation.
+"""Schema extensions: the error policy (codes, masking) applied to every operation, the text guard,
+and the runner that calls the extensions' hooks.
 
 Our own refusals (not signed in, forbidden, not found, bad argument) reach the client with an
 `extensions.code`; anything unexpected is logged here and masked as INTERNAL, with no stack trace
@@ -10,10 +11,16 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterator
+from types import TracebackType
+from typing import Any
 
 from graphql.error import GraphQLError
 from strawberry.extensions import SchemaExtension
+from strawberry.extensions.context import StreamResultContextManager, WrappedHook
+from strawberry.extensions.runner import SchemaExtensionsRunner
+from strawberry.types import ExecutionContext
 from strawberry.types.execution import StreamExecutionResult
+from strawberry.utils.await_maybe import await_maybe
 
 from gpupaas.core.errors import Forbidden, InvalidArgument, NotAuthenticated, NotFound
 
@@ -119,3 +126,56 @@ class TextGuard(SchemaExtension):
                 )
             ]
         yield
+
+
+class ExtensionsRunner(SchemaExtensionsRunner):
+    """strawberry's runner, which finds the extensions that have a hook once per operation instead of
+    once per use. A subscription uses two of them for every event it sends (`on_stream_result` and
+    the extensions' results); of our extensions only ErrorPolicy has a stream hook and none has
+    results, so that the others (the data version's, the caches, the limiters) cost nothing per
+    event."""
+
+    _stream_hooks: list[WrappedHook] | None = None
+    _with_results: list[SchemaExtension] | None = None
+
+    def on_stream_result(self, result: StreamExecutionResult) -> StreamResultContextManager:
+        if self._stream_hooks is None:
+            self._stream_hooks = StreamResultContextManager(self.extensions, result).hooks
+        return _StreamResultHooks(self._stream_hooks, result)
+
+    async def get_extensions_results(self, ctx: ExecutionContext) -> dict[str, Any]:
+        if self._with_results is None:
+            self._with_results = [
+                e for e in self.extensions if type(e).get_results is not SchemaExtension.get_results
+            ]
+        data: dict[str, Any] = {}
+        for extension in self._with_results:
+            data.update(await await_maybe(extension.get_results()))
+        data.update(ctx.extensions_results)
+        return data
+
+
+class _StreamResultHooks(StreamResultContextManager):
+    """strawberry's context manager of the stream hooks, given hooks found before; when none of them
+    is async (ours are not), entered as a plain context manager, without an async exit stack."""
+
+    def __init__(self, hooks: list[WrappedHook], result: StreamExecutionResult) -> None:
+        self.hooks = hooks
+        self.result = result
+
+    async def __aenter__(self) -> None:
+        if any(hook.is_async for hook in self.hooks):
+            await super().__aenter__()
+        else:
+            self.__enter__()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        if any(hook.is_async for hook in self.hooks):
+            await super().__aexit__(exc_type, exc_val, exc_tb)
+        else:
+            self.__exit__(exc_type, exc_val, exc_tb)

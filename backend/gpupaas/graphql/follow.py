@@ -1,18 +1,26 @@
 """Following one object's status live, for the status subscriptions of compute and service
 instances: register with the process's status broadcaster first and read the current state second,
 so that no change between the two is lost; events carry the object's version, and a subscriber
-never goes backwards. Ends when the object is deleted or can no longer be seen."""
+never goes backwards. Ends when the object is deleted or can no longer be seen.
+
+What a change shows is read and built once per change for the process's subscribers who see alike
+(`StatusBroadcaster.once`): one read instead of one per subscriber, and the same event object, so
+that they share one execution of their selection too (graphql/fanout.py). The first state, and the
+state re-read after an overflow, are each subscriber's own.
+"""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from datetime import datetime
 from enum import Enum
 from typing import Protocol, TypeVar
 
-from gpupaas.events.broadcast import Overflow, StatusBroadcaster
+from gpupaas.events.broadcast import Overflow, StatusBroadcaster, StatusEvent
 from gpupaas.graphql.context import Info
 from gpupaas.graphql.dataloaders import Loaders
+from gpupaas.graphql.fanout import visibility_of
 
 
 class Followed(Protocol):
@@ -25,18 +33,44 @@ class Followed(Protocol):
 
 
 F = TypeVar("F", bound=Followed)
+E = TypeVar("E")
 
 
 async def follow(
     info: Info, broadcaster: StatusBroadcaster, key: str, load: Callable[[], Awaitable[F | None]]
 ) -> AsyncGenerator[tuple[F, str, str | None, datetime], None]:
     """(object, status, message, at): the current state first, then one per change, in order."""
+    async for state in follow_events(info, broadcaster, key, load, _state):
+        yield state
+
+
+def _state(current: F, status: str, message: str | None, at: datetime) -> tuple[F, str, str | None, datetime]:
+    return current, status, message, at
+
+
+async def follow_events(
+    info: Info,
+    broadcaster: StatusBroadcaster,
+    key: str,
+    load: Callable[[], Awaitable[F | None]],
+    make: Callable[[F, str, str | None, datetime], E],
+) -> AsyncGenerator[E, None]:
+    """`make(object, status, message, at)`: for the current state first, then for each change, in
+    order."""
+    visibility = visibility_of(info.context.actor)
+
+    async def changed(item: StatusEvent) -> E | None:
+        current = await load()
+        if current is None:
+            return None
+        return make(current, item.status, item.message, datetime.fromisoformat(item.at))
+
     async with broadcaster.instance(key) as subscription:
         current = await load()
         if current is None:
             return
         last = current.version
-        yield current, str(current.status.value), current.status_message, current.updated_at
+        yield make(current, str(current.status.value), current.status_message, current.updated_at)
         while True:
             item = await subscription.queue.get()
             info.context.loaders = Loaders()  # fresh data for every event
@@ -46,14 +80,17 @@ async def follow(
                     return
                 if current.version > last:
                     last = current.version
-                    yield current, str(current.status.value), current.status_message, current.updated_at
+                    yield make(current, str(current.status.value), current.status_message, current.updated_at)
                 continue
             if item.version <= last:
                 continue
             last = item.version
             if item.deleted:
                 return
-            current = await load()
-            if current is None:
+            # `load` reads as its caller may: those who see alike may share what it read.
+            event = await broadcaster.once(
+                ("follow", key, item.version, visibility, make), functools.partial(changed, item)
+            )
+            if event is None:
                 return
-            yield current, item.status, item.message, datetime.fromisoformat(item.at)
+            yield event

@@ -10,8 +10,10 @@ from strawberry.extensions import (
     MaxTokensLimiter,
     ParserCache,
     QueryDepthLimiter,
+    SchemaExtension,
     ValidationCache,
 )
+from strawberry.extensions.runner import SchemaExtensionsRunner
 from strawberry.schema.config import StrawberryConfig
 from strawberry.tools import merge_types
 from strawberry.types import ExecutionContext
@@ -27,7 +29,7 @@ from gpupaas.gpuservice.instances_graphql import (
     ServiceInstanceSubscription,
 )
 from gpupaas.graphql.executor import ExecutionContext as LeakFreeExecutionContext
-from gpupaas.graphql.extensions import ErrorPolicy, TextGuard
+from gpupaas.graphql.extensions import ErrorPolicy, ExtensionsRunner, TextGuard
 from gpupaas.graphql.response_cache import BumpDataVersion
 from gpupaas.settings import Settings
 from graphql import GraphQLError
@@ -55,6 +57,12 @@ class Schema(strawberry.Schema):
         self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
     ) -> None:
         """Not logged here: ErrorPolicy logs what is unexpected; the rest is the caller's mistake."""
+
+    def create_extensions_runner(
+        self, execution_context: ExecutionContext, extensions: list[SchemaExtension]
+    ) -> SchemaExtensionsRunner:
+        """Ours finds each hook's extensions once per operation, not once per subscription event."""
+        return ExtensionsRunner(execution_context=execution_context, extensions=extensions)
 
 
 def build_schema(settings: Settings | None = None) -> strawberry.Schema:
