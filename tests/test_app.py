@@ -65,3 +65,12 @@ def test_gc_tuning_freezes_start_up_objects_and_raises_the_thresholds() -> None:
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)
+
+
+def test_responses_are_utf8_json_and_what_utf8_cannot_carry_is_escaped() -> None:
+    from gpupaas.app import encode_json
+
+    data = {"data": {"name": "Überprüfung ✓", "n": [1, 2.5, None, True]}}
+    encoded = encode_json(data)
+    assert encoded == '{"data":{"name":"Überprüfung ✓","n":[1,2.5,null,true]}}'
+    assert encode_json({"message": "half\ud800"}) == '{"message":"half\\ud800"}'

@@ -30,7 +30,10 @@ class Session:
     async def receive(self, timeout: float = 30.0) -> dict[str, Any]:
         """The next message that is not a ping (pings are answered)."""
         while True:
-            message: dict[str, Any] = json.loads(await asyncio.wait_for(self.ws.recv(), timeout))
+            frame = await asyncio.wait_for(self.ws.recv(), timeout)
+            # a browser's graphql-ws client reads text frames only
+            assert isinstance(frame, str), f"a binary websocket frame: {frame!r:.200}"
+            message: dict[str, Any] = json.loads(frame)
             if message["type"] == "ping":
                 await self.ws.send(json.dumps({"type": "pong"}))
                 continue
