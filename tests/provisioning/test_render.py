@@ -985,3 +985,14 @@ def test_rendering_the_same_template_again_is_not_changed_by_what_callers_did_to
         render("kind: [", make_context())
     with pytest.raises(TemplateError):
         render("kind: [", make_context())
+
+
+def test_only_small_template_texts_are_kept_parsed() -> None:
+    from gpupaas.provisioning import render as module
+
+    module._parsed.cache_clear()
+    render(QUOTA, make_context(inputs={"gpus": 1}))
+    assert module._parsed.cache_info().currsize == 1
+    large = QUOTA + "# " + "x" * module._CACHED_TEXT_LIMIT + "\n"
+    assert render(large, make_context(inputs={"gpus": 1})) == render(QUOTA, make_context(inputs={"gpus": 1}))
+    assert module._parsed.cache_info().currsize == 1  # the large text was parsed, not kept

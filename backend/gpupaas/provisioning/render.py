@@ -547,13 +547,19 @@ def render(resources: str, context: RenderContext) -> list[dict[str, Any]]:
     Raises TemplateError when the template does not parse, names an unknown variable or an input
     without a value in `context`.
     """
-    rendered, problems, _ = _render(_parsed(resources), context.variables())
+    documents = _parsed(resources) if len(resources) <= _CACHED_TEXT_LIMIT else parse_documents(resources)
+    rendered, problems, _ = _render(documents, context.variables())
     if problems:
         raise TemplateError(problems)
     return rendered
 
 
-@functools.lru_cache(maxsize=256)
+# Template texts up to this many characters have their parsed YAML kept (at most 128 of them, so a
+# few MB at most); larger ones, rare, are parsed at each render.
+_CACHED_TEXT_LIMIT = 32 * 1024
+
+
+@functools.lru_cache(maxsize=128)
 def _parsed(resources: str) -> tuple[dict[str, Any], ...]:
     """`parse_documents`, kept per template text: every run of a version renders the same text, and
     parsing its YAML was the largest part of a run's CPU. `_render` only reads the documents (it
