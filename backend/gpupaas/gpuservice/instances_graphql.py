@@ -29,7 +29,7 @@ from gpupaas.graphql.common import (
     pairs_in,
 )
 from gpupaas.graphql.context import Info
-from gpupaas.graphql.follow import follow
+from gpupaas.graphql.follow import follow_events
 
 if TYPE_CHECKING:
     from gpupaas.compute.graphql import ComputeInstanceType
@@ -288,7 +288,7 @@ class ServiceInstanceSubscription:
         found = await instances.get_service(actor, id)
         if found is None or broadcaster is None:
             raise NotFound("No such service instance.")
-        async for current, status, message, at in follow(
-            info, broadcaster, str(found.id), lambda: instances.get_service(actor, id)
+        async for event in follow_events(
+            info, broadcaster, str(found.id), lambda: instances.get_service(actor, id), _event
         ):
-            yield _event(current, status, message, at)
+            yield event

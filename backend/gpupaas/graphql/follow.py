@@ -36,18 +36,6 @@ F = TypeVar("F", bound=Followed)
 E = TypeVar("E")
 
 
-async def follow(
-    info: Info, broadcaster: StatusBroadcaster, key: str, load: Callable[[], Awaitable[F | None]]
-) -> AsyncGenerator[tuple[F, str, str | None, datetime], None]:
-    """(object, status, message, at): the current state first, then one per change, in order."""
-    async for state in follow_events(info, broadcaster, key, load, _state):
-        yield state
-
-
-def _state(current: F, status: str, message: str | None, at: datetime) -> tuple[F, str, str | None, datetime]:
-    return current, status, message, at
-
-
 async def follow_events(
     info: Info,
     broadcaster: StatusBroadcaster,
