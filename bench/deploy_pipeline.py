@@ -29,14 +29,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 import websockets
-from harness import BenchError, base_env, free_port, scratch_database, tail
+from harness import BenchError, GraphQL, base_env, free_port, scratch_database, tail, terminate_on_sigterm
 
 HOST = "127.0.0.1"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -230,37 +230,6 @@ class Server:
         if process.returncode != 0:
             raise BenchError(f"gpupaas {' '.join(args)} failed:\n{tail(log)}")
         return out.decode().strip()
-
-
-class GraphQL:
-    def __init__(self, url: str, token: str, connections: int) -> None:
-        limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
-        self.http = httpx.AsyncClient(
-            base_url=url,
-            trust_env=False,
-            timeout=30.0,
-            limits=limits,
-            headers={"Authorization": f"Bearer {token}"},
-        )
-
-    async def close(self) -> None:
-        await self.http.aclose()
-
-    async def __call__(self, query: str, variables: dict[str, Any]) -> dict[str, Any]:
-        response = await self.http.post("/graphql", json={"query": query, "variables": variables})
-        if response.status_code != 200:
-            raise BenchError(f"GraphQL answered {response.status_code}: {response.text[:500]}")
-        body: dict[str, Any] = response.json()
-        if body.get("errors"):
-            raise BenchError(f"GraphQL errors: {body['errors']}")
-        data: dict[str, Any] = body["data"]
-        return data
-
-    async def payload(self, query: str, variables: dict[str, Any], name: str) -> dict[str, Any]:
-        result: dict[str, Any] = (await self(query, variables))[name]
-        if result.get("userErrors"):
-            raise BenchError(f"{name}: {result['userErrors']}")
-        return result
 
 
 # ------------------------------------------------------------------------------------ websocket
@@ -722,18 +691,6 @@ async def main_async(args: argparse.Namespace) -> None:
         )
         results.append(result)
     report(results, args)
-
-
-@contextlib.contextmanager
-def terminate_on_sigterm() -> Iterator[None]:
-    def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -35,13 +35,11 @@ import os
 import resource
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from array import array
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -50,6 +48,7 @@ from typing import Any
 import httpx
 from harness import (
     BenchError,
+    GraphQL,
     base_env,
     children,
     cpu_seconds,
@@ -57,6 +56,7 @@ from harness import (
     stop_all_children,
     stop_process,
     tail,
+    terminate_on_sigterm,
 )
 
 HOST = "127.0.0.1"
@@ -530,32 +530,6 @@ class Server:
         return out.decode().strip()
 
 
-class GraphQL:
-    def __init__(self, url: str, token: str) -> None:
-        self.http = httpx.AsyncClient(
-            base_url=url, trust_env=False, timeout=30.0, headers={"Authorization": f"Bearer {token}"}
-        )
-
-    async def close(self) -> None:
-        await self.http.aclose()
-
-    async def __call__(self, query: str, variables: dict[str, Any]) -> dict[str, Any]:
-        response = await self.http.post("/graphql", json={"query": query, "variables": variables})
-        if response.status_code != 200:
-            raise BenchError(f"GraphQL answered {response.status_code}: {response.text[:500]}")
-        body: dict[str, Any] = response.json()
-        if body.get("errors"):
-            raise BenchError(f"GraphQL errors: {body['errors']}")
-        data: dict[str, Any] = body["data"]
-        return data
-
-    async def payload(self, query: str, variables: dict[str, Any], name: str) -> dict[str, Any]:
-        result: dict[str, Any] = (await self(query, variables))[name]
-        if result.get("userErrors"):
-            raise BenchError(f"{name}: {result['userErrors']}")
-        return result
-
-
 class ClientProcess:
     """The subscribers: this file with --client, spoken to over its stdin and stdout."""
 
@@ -1026,18 +1000,6 @@ async def main_async(args: argparse.Namespace) -> int:
         print(f"fanout: error: {bad} events missed or duplicated (see above)", file=sys.stderr)
         return 1
     return 0
-
-
-@contextlib.contextmanager
-def terminate_on_sigterm() -> Iterator[None]:
-    def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def main(argv: list[str] | None = None) -> int:

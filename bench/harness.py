@@ -1,6 +1,7 @@
 """What the benchmarks share: the error they stop with, the processes they start (stopped on any
-exit), ports, /proc readings, logs, the environment they hand to `gpupaas serve`, and scratch
-databases. Imported by the scripts of this folder (run as `python bench/<name>.py`)."""
+exit), ports, /proc readings, logs, the environment they hand to `gpupaas serve`, scratch
+databases, a GraphQL client for set-up and SIGTERM handling. Imported by the scripts of this
+folder (run as `python bench/<name>.py`)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import signal
 import socket
 import subprocess
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -100,3 +102,53 @@ async def scratch_database(admin_url: str | None, workdir: Path) -> AsyncIterato
         yield f"{base}/{name}"
     finally:
         await _admin_execute(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+class GraphQL:
+    """Set-up requests to a `gpupaas serve` as the bench user (API token): data, or BenchError on an
+    HTTP error, GraphQL errors or a payload's userErrors. `connections`: the pool's size."""
+
+    def __init__(self, url: str, token: str, connections: int = 10) -> None:
+        import httpx  # here: the --client processes that import this file do not need it
+
+        limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+        self.http = httpx.AsyncClient(
+            base_url=url,
+            trust_env=False,
+            timeout=30.0,
+            limits=limits,
+            headers={"Authorization": f"Bearer {token}"},
+        )
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+    async def __call__(self, query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        response = await self.http.post("/graphql", json={"query": query, "variables": variables})
+        if response.status_code != 200:
+            raise BenchError(f"GraphQL answered {response.status_code}: {response.text[:500]}")
+        body: dict[str, Any] = response.json()
+        if body.get("errors"):
+            raise BenchError(f"GraphQL errors: {body['errors']}")
+        data: dict[str, Any] = body["data"]
+        return data
+
+    async def payload(self, query: str, variables: dict[str, Any], name: str) -> dict[str, Any]:
+        result: dict[str, Any] = (await self(query, variables))[name]
+        if result.get("userErrors"):
+            raise BenchError(f"{name}: {result['userErrors']}")
+        return result
+
+
+@contextlib.contextmanager
+def terminate_on_sigterm() -> Iterator[None]:
+    """SIGTERM ends the run as Ctrl-C does, so that the `finally` blocks stop what was started."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -28,13 +28,12 @@ import logging
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from array import array
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -50,6 +49,7 @@ from harness import (
     stop_all_children,
     stop_process,
     tail,
+    terminate_on_sigterm,
 )
 
 HOST = "127.0.0.1"
@@ -1282,18 +1282,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         if host not in (HOST, "localhost"):
             parser.error("--postgres must point at 127.0.0.1")
     return args
-
-
-@contextlib.contextmanager
-def terminate_on_sigterm() -> Iterator[None]:
-    def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -46,7 +46,6 @@ import os
 import random
 import re
 import secrets
-import signal
 import sys
 import time
 import uuid
@@ -54,6 +53,8 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from harness import BenchError, terminate_on_sigterm
 
 HOST = "127.0.0.1"
 DEFAULT_POSTGRES = "postgres://postgres@127.0.0.1:5432/postgres"
@@ -133,10 +134,6 @@ STATUSES = [
     ("IN_PROGRESS", 5),
     ("DESTROYING", 5),
 ]
-
-
-class BenchError(RuntimeError):
-    """The benchmark could not run to the end; the message says why."""
 
 
 def percentile(values: Any, q: float) -> float:
@@ -713,18 +710,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if host not in (HOST, "localhost"):
         parser.error("--postgres must point at 127.0.0.1")
     return args
-
-
-@contextlib.contextmanager
-def terminate_on_sigterm() -> Iterator[None]:
-    def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def main(argv: list[str] | None = None) -> int:
