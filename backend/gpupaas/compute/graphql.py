@@ -11,6 +11,7 @@ import functools
 import uuid
 from collections.abc import AsyncGenerator
 from datetime import datetime
+from enum import Enum
 from typing import TYPE_CHECKING, Annotated
 
 import strawberry
@@ -74,6 +75,24 @@ class DeploymentRunType:
             started_at=run.started_at,
             finished_at=run.finished_at,
         )
+
+
+@strawberry.enum(description="What a person may ask of a compute instance.")
+class ComputeInstanceActionName(Enum):
+    UPDATE = "update"
+    DEPLOY = "deploy"
+    DESTROY = "destroy"
+    DELETE = "delete"
+    SHARE = "share"
+
+
+@strawberry.type(
+    description="Whether the caller may do this now; when not, why (what the mutation would answer)."
+)
+class ComputeInstanceAction:
+    name: ComputeInstanceActionName
+    allowed: bool
+    reason: str | None
 
 
 @strawberry.type(name="ComputeInstance")
@@ -165,6 +184,21 @@ class ComputeInstanceType:
         ):
             return []
         return [ServiceInstanceType.of(row) for row in rows]
+
+    @strawberry.field(
+        description="What the caller may do with the instance now (update, deploy, destroy, delete, "
+        "share), by its rights, its status and its service instances."
+    )
+    async def actions(self, info: Info) -> list[ComputeInstanceAction]:
+        services = await info.context.loaders.services_of_instance.load(self._model.id)
+        return [
+            ComputeInstanceAction(
+                name=ComputeInstanceActionName(request.value), allowed=reason is None, reason=reason
+            )
+            for request, reason in service.actions(
+                info.context.actor, self._model, [s.name for s in services]
+            )
+        ]
 
     @strawberry.field(description="Newest first.")
     async def runs(self, info: Info) -> list[DeploymentRunType]:

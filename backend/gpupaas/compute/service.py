@@ -68,15 +68,21 @@ async def get_instance(actor: Actor, instance_id: str) -> ComputeInstance | None
     return await _instance_for(actor, instance_id)
 
 
+READ_ONLY = "This instance is shared with your project read-only: only its own project may change it."
+
+
+def _may_change(actor: Actor, instance: ComputeInstance) -> bool:
+    """Only members of its own project change an instance (projects it is shared with read it)."""
+    return actor.is_platform_admin or instance.project_id in actor.roles  # type: ignore[attr-defined]
+
+
 async def _require_own(actor: Actor, instance_id: str, field: tuple[str, ...]) -> ComputeInstance:
     """The instance, for a change: only members of its own project (shared ones are read-only)."""
     instance = await _instance_for(actor, instance_id)
     if instance is None:
         raise UserErrors.one(field, "No such compute instance.", ErrorCode.NOT_FOUND)
-    if not (actor.is_platform_admin or instance.project_id in actor.roles):  # type: ignore[attr-defined]
-        raise Forbidden(
-            "This instance is shared with your project read-only: only its own project may change it."
-        )
+    if not _may_change(actor, instance):
+        raise Forbidden(READ_ONLY)
     return instance
 
 
@@ -486,24 +492,47 @@ async def update_instance(actor: Actor, instance_id: str, data: InstanceIn) -> C
     return await ComputeInstance.get(id=instance.id)
 
 
-async def _refuse_with_services(instance: ComputeInstance, request: Request) -> None:
+def _services_problem(request: Request, names: Sequence[str]) -> str | None:
     """A compute instance's GPU service instances (and their workspaces) live in its namespace:
     destroying it would take them along, so they are deleted first, on purpose."""
-    names = (
-        await ServiceInstance.filter(compute_instance_id=instance.id)
-        .order_by("name")
-        .values_list("name", flat=True)
+    if request not in (Request.DESTROY, Request.DELETE) or not names:
+        return None
+    ordered = sorted(names)
+    shown = ", ".join(ordered[:5]) + (f" and {len(ordered) - 5} more" if len(ordered) > 5 else "")
+    return (
+        f"cannot {request.value} an instance that runs service instances ({shown}): "
+        "delete them first (their workspaces would be lost with the instance)"
     )
-    if names:
-        shown = ", ".join(str(n) for n in names[:5]) + (
-            f" and {len(names) - 5} more" if len(names) > 5 else ""
-        )
-        raise UserErrors.one(
-            ("id",),
-            f"cannot {request.value} an instance that runs service instances ({shown}): "
-            "delete them first (their workspaces would be lost with the instance)",
-            ErrorCode.INVALID_STATE,
-        )
+
+
+async def _refuse_with_services(instance: ComputeInstance, request: Request) -> None:
+    names = await ServiceInstance.filter(compute_instance_id=instance.id).values_list("name", flat=True)
+    problem = _services_problem(request, [str(n) for n in names])
+    if problem is not None:
+        raise UserErrors.one(("id",), problem, ErrorCode.INVALID_STATE)
+
+
+# What the studio offers, in its order.
+ACTIONS = (Request.UPDATE, Request.DEPLOY, Request.DESTROY, Request.DELETE, Request.SHARE)
+
+
+def actions(
+    actor: Actor, instance: ComputeInstance, service_names: Sequence[str]
+) -> list[tuple[Request, str | None]]:
+    """What the caller may do with the instance now: each request with None, or why not (the
+    message the request itself would answer). The same rules as the requests: rights first, then
+    the status, then its service instances (`service_names`)."""
+    if not _may_change(actor, instance):
+        return [(request, READ_ONLY) for request in ACTIONS]
+    shown: list[tuple[Request, str | None]] = []
+    for request in ACTIONS:
+        try:
+            states.check(request, instance.status)
+        except states.TransitionError as error:
+            shown.append((request, str(error)))
+            continue
+        shown.append((request, _services_problem(request, service_names)))
+    return shown
 
 
 async def _request_run(

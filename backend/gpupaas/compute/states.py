@@ -45,6 +45,7 @@ class Request(str, Enum):
     DESTROY = "destroy"
     DELETE = "delete"
     UPDATE = "update"
+    SHARE = "share"
 
 
 S = DeploymentStatus
@@ -55,8 +56,9 @@ _ALLOWED: dict[Request, frozenset[DeploymentStatus]] = {
     Request.DEPLOY: frozenset({S.NOT_DEPLOYED, S.SUCCESS, S.FAILED}),
     Request.DESTROY: frozenset({S.SUCCESS, S.FAILED}),
     Request.DELETE: frozenset({S.NOT_DEPLOYED, S.SUCCESS, S.FAILED}),
-    # Saving changes never touches what runs; it is allowed in every status.
+    # Saving changes and sharing never touch what runs; they are allowed in every status.
     Request.UPDATE: frozenset(S),
+    Request.SHARE: frozenset(S),
 }
 
 

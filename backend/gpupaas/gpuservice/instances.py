@@ -280,14 +280,19 @@ def _check_gpu_count(
         )
 
 
+def _undeployed(instance: ComputeInstance, what: str) -> str | None:
+    if instance.status == DeploymentStatus.SUCCESS:
+        return None
+    return (
+        f'cannot {what}: compute instance "{instance.name}" is {instance.status.value}; '
+        "service instances run only in a deployed (SUCCESS) compute instance"
+    )
+
+
 def _require_deployed(instance: ComputeInstance, field: tuple[str, ...], what: str) -> None:
-    if instance.status != DeploymentStatus.SUCCESS:
-        raise UserErrors.one(
-            field,
-            f'cannot {what}: compute instance "{instance.name}" is {instance.status.value}; '
-            "service instances run only in a deployed (SUCCESS) compute instance",
-            ErrorCode.INVALID_STATE,
-        )
+    problem = _undeployed(instance, what)
+    if problem is not None:
+        raise UserErrors.one(field, problem, ErrorCode.INVALID_STATE)
 
 
 # ---------------------------------------------------------------- create
@@ -425,6 +430,31 @@ async def request(actor: Actor, service_id: str, what: Request) -> ServiceInstan
         await _announce(service)
     outbox.notify()
     return service
+
+
+# What the studio offers, in its order.
+ACTIONS = (Request.START, Request.STOP, Request.RESTART, Request.DELETE)
+
+
+def actions(
+    actor: Actor, service: ServiceInstance, instance: ComputeInstance
+) -> list[tuple[Request, str | None]]:
+    """What the caller may do with the service instance now: each request with None, or why not
+    (the message the request itself would answer): rights, then its status, then whether its
+    compute instance (`instance`) is deployed, for a start or restart."""
+    if not (actor.is_platform_admin or service.project_id in actor.roles):  # type: ignore[attr-defined]
+        denied = "Only members of the service instance's project may run it."
+        return [(what, denied) for what in ACTIONS]
+    shown: list[tuple[Request, str | None]] = []
+    for what in ACTIONS:
+        try:
+            states.check(what, service.status)
+        except states.TransitionError as error:
+            shown.append((what, str(error)))
+            continue
+        needs_deployed = what in (Request.START, Request.RESTART)
+        shown.append((what, _undeployed(instance, f"{what.value} it") if needs_deployed else None))
+    return shown
 
 
 async def delete_service(actor: Actor, service_id: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncGenerator
 from datetime import datetime
+from enum import Enum
 from typing import TYPE_CHECKING, Annotated
 
 import strawberry
@@ -35,6 +36,23 @@ if TYPE_CHECKING:
     from gpupaas.compute.graphql import ComputeInstanceType
 
 ServiceStatusEnum = strawberry.enum(ServiceStatus, name="ServiceStatus")
+
+
+@strawberry.enum(description="What a person may ask of a GPU service instance.")
+class ServiceInstanceActionName(Enum):
+    START = "start"
+    STOP = "stop"
+    RESTART = "restart"
+    DELETE = "delete"
+
+
+@strawberry.type(
+    description="Whether the caller may do this now; when not, why (what the mutation would answer)."
+)
+class ServiceInstanceAction:
+    name: ServiceInstanceActionName
+    allowed: bool
+    reason: str | None
 
 
 @strawberry.type(description="Where a person reaches a port: a URL to open, or an ssh command.")
@@ -107,6 +125,20 @@ class ServiceInstanceType:
         )
         links = await instances.connect(info.context.settings.secret_key, self._model, cluster)
         return [ConnectLink(port=link.port, url=link.url) for link in links]
+
+    @strawberry.field(
+        description="What the caller may do with the service instance now (start, stop, restart, "
+        "delete), by its rights, its status and its compute instance's."
+    )
+    async def actions(self, info: Info) -> list[ServiceInstanceAction]:
+        instance = await info.context.loaders.compute_instance.load(self._model.compute_instance_id)  # type: ignore[attr-defined]
+        assert instance is not None  # a foreign key: the row exists
+        return [
+            ServiceInstanceAction(
+                name=ServiceInstanceActionName(what.value), allowed=reason is None, reason=reason
+            )
+            for what, reason in instances.actions(info.context.actor, self._model, instance)
+        ]
 
     @classmethod
     def of(cls, service: ServiceInstance) -> ServiceInstanceType:
