@@ -13,6 +13,7 @@ ALLOWED = {
     Request.DESTROY: {S.SUCCESS, S.FAILED},
     Request.DELETE: {S.NOT_DEPLOYED, S.SUCCESS, S.FAILED},
     Request.UPDATE: set(S),
+    Request.SHARE: set(S),
 }
 
 
