@@ -714,10 +714,12 @@ async def seed_database(database_url: str, env: dict[str, str], args: argparse.N
     through the service layer; then the GraphQL statement counts, in this process."""
     from gpupaas import db as gdb
     from gpupaas.accounts import service as accounts
+    from gpupaas.accounts.sharing import SharingMode
     from gpupaas.bootstrap import seed
     from gpupaas.catalog import service as catalog
-    from gpupaas.catalog.models import AllocationType, SharingMode, Vendor, VersionState
+    from gpupaas.catalog.models import AllocationType, VersionState
     from gpupaas.core.errors import UserErrors
+    from gpupaas.core.gpus import Vendor
 
     started = time.perf_counter()
     await gdb.migrate_database(database_url)

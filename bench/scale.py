@@ -210,8 +210,9 @@ async def seed_base(conn: Any, args: argparse.Namespace) -> Seeded:
     from gpupaas.accounts import service as accounts
     from gpupaas.bootstrap import seed
     from gpupaas.catalog import service as catalog
-    from gpupaas.catalog.models import AllocationType, EnvironmentTemplateVersion, Vendor, VersionState
+    from gpupaas.catalog.models import AllocationType, EnvironmentTemplateVersion, VersionState
     from gpupaas.compute import service as compute
+    from gpupaas.core.gpus import Vendor
 
     await seed()
     user = await accounts.create_user(None, "bench", f"bench password {secrets.token_hex(8)}", True)

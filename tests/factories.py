@@ -7,16 +7,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpupaas.accounts import service as accounts
-from gpupaas.accounts.models import Project, Role, User
+from gpupaas.accounts.models import Project, User
 from gpupaas.catalog import service as catalog
 from gpupaas.catalog.models import (
     AllocationType,
     ComputeProfile,
     EnvironmentTemplate,
     EnvironmentTemplateVersion,
-    Vendor,
     VersionState,
 )
+from gpupaas.core.actor import Actor, Role
+from gpupaas.core.gpus import Vendor
 
 _seq = itertools.count(1)
 
@@ -79,7 +80,7 @@ async def add_member(project: Project, person: Person, role: Role) -> None:
     await accounts.set_member(None, project.name, person.username, role)
 
 
-async def platform_actor() -> accounts.Actor:
+async def platform_actor() -> Actor:
     admin = await User.get_or_none(username="root-factory")
     if admin is None:
         admin = await accounts.create_user(None, "root-factory", "correct horse battery", True)

@@ -31,6 +31,7 @@ from tortoise import Tortoise
 
 from gpupaas import bootstrap, db
 from gpupaas.accounts import service as accounts
+from gpupaas.core.actor import ANONYMOUS, Actor
 from gpupaas.graphql import fanout, response_cache
 from gpupaas.graphql.context import SESSION_COOKIE, Context
 from gpupaas.graphql.response_cache import ResponseCache
@@ -44,12 +45,10 @@ log = logging.getLogger("gpupaas")
 STATIC_DIR = Path(__file__).parent / "static"
 
 
-async def actor_from_credentials(
-    authorization: str | None, cookie: str | None
-) -> tuple[accounts.Actor, str | None]:
+async def actor_from_credentials(authorization: str | None, cookie: str | None) -> tuple[Actor, str | None]:
     """The caller from a bearer token or the session cookie (the token wins when both are sent),
     with their roles: one SQL statement."""
-    actor = accounts.ANONYMOUS
+    actor = ANONYMOUS
     if authorization:
         scheme, _, secret = authorization.partition(" ")
         if scheme.lower() == "bearer" and secret.strip():

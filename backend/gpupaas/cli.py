@@ -156,7 +156,7 @@ def cmd_create_project(args: argparse.Namespace) -> None:
 
 def cmd_add_member(args: argparse.Namespace) -> None:
     from gpupaas.accounts import service
-    from gpupaas.accounts.models import Role
+    from gpupaas.core.actor import Role
 
     try:
         role = Role(args.role.upper())

@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from gpupaas.accounts import service as accounts
-from gpupaas.accounts.models import ApiToken, Role, Session, User
+from gpupaas.accounts.models import ApiToken, Session, User
 from gpupaas.app import actor_from_credentials
+from gpupaas.core.actor import Actor, Role
 from tests.conftest import GraphQLClient, QueryCounter
 from tests.factories import make_project, make_user
 
@@ -107,7 +108,7 @@ async def test_each_request_finds_its_caller_in_one_statement(
     research = await make_project("research", alice=Role.MEMBER)
     _, session = await accounts.login("alice", "correct horse battery", timedelta(hours=1))
 
-    async def caller(authorization: str | None, cookie: str | None) -> tuple[accounts.Actor, int]:
+    async def caller(authorization: str | None, cookie: str | None) -> tuple[Actor, int]:
         count_queries.statements.clear()
         actor, _ = await actor_from_credentials(authorization, cookie)
         return actor, len(count_queries.statements)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpupaas.accounts.models import Role
-from gpupaas.catalog.models import SharingMode
+from gpupaas.accounts.sharing import SharingMode
 from gpupaas.catalog.service import set_profile_sharing
+from gpupaas.core.actor import Role
 from tests.conftest import GraphQLClient, QueryCounter
 from tests.factories import make_profile, make_project, make_template, make_user, make_version, platform_actor
 

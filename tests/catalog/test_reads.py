@@ -9,7 +9,8 @@ from typing import Any
 
 from tortoise.expressions import Q
 
-from gpupaas.accounts.models import Project, Role
+from gpupaas.accounts.models import Project
+from gpupaas.accounts.sharing import SharingMode
 from gpupaas.catalog import reads
 from gpupaas.catalog import service as catalog
 from gpupaas.catalog.models import (
@@ -17,9 +18,9 @@ from gpupaas.catalog.models import (
     ComputeProfileShare,
     EnvironmentTemplate,
     EnvironmentTemplateVersion,
-    SharingMode,
 )
 from gpupaas.clusters.models import Cluster
+from gpupaas.core.actor import Role
 from gpupaas.core.pagination import encode_cursor, paginate
 from gpupaas.core.search import matching
 from tests.conftest import GraphQLClient, QueryCounter

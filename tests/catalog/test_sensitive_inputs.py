@@ -3,9 +3,9 @@ read as the mask, and the mask given back (a form round-tripping what it was sho
 
 from __future__ import annotations
 
-from gpupaas.accounts.models import Role
 from gpupaas.catalog import service as catalog
 from gpupaas.compute.models import ComputeInstance
+from gpupaas.core.actor import Role
 from tests.conftest import GraphQLClient
 from tests.factories import (
     NAMESPACE_INPUTS,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpupaas.accounts.models import Role
+from gpupaas.core.actor import Role
 from tests.conftest import GraphQLClient
 from tests.factories import NAMESPACE_YAML, make_profile, make_project, make_template, make_user, make_version
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpupaas.accounts.models import Role
 from gpupaas.catalog import service as catalog
 from gpupaas.clusters.models import Cluster
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.compute.states import DeploymentStatus
+from gpupaas.core.actor import Role
 from tests.conftest import GraphQLClient
 from tests.factories import make_instance, make_profile, make_project, make_user, platform_actor
 

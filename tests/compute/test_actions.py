@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from gpupaas.accounts.models import Role
 from gpupaas.bootstrap import seed
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.compute.states import DeploymentStatus
+from gpupaas.core.actor import Role
 from gpupaas.gpuservice.models import InstanceTemplate, ServiceInstance
 from tests.conftest import GraphQLClient
 from tests.factories import Person, make_instance, make_profile, make_project, make_user

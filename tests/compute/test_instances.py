@@ -6,11 +6,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from gpupaas.accounts.models import Role
+from gpupaas.accounts.sharing import SharingMode
 from gpupaas.catalog import service as catalog
-from gpupaas.catalog.models import SharingMode
 from gpupaas.compute.models import ComputeInstance, DeploymentRun
 from gpupaas.compute.states import DeploymentStatus
+from gpupaas.core.actor import Role
 from gpupaas.events.models import OutboxMessage
 from tests.conftest import Database, GraphQLClient
 from tests.factories import (

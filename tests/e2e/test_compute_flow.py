@@ -12,8 +12,8 @@ from typing import Any
 
 from playwright.async_api import WebSocketRoute, expect
 
-from gpupaas.accounts.models import Role
 from gpupaas.compute import service as compute
+from gpupaas.core.actor import Role
 from tests.e2e.conftest import Watched, new_page, screenshot, sign_in
 from tests.factories import make_instance, make_profile, make_project, make_user, platform_actor
 

@@ -12,9 +12,9 @@ from typing import Any
 
 from playwright.async_api import expect
 
-from gpupaas.accounts.models import Role
 from gpupaas.catalog.readme import ALLOWED_TAGS, MAX_README_LENGTH, readme_problem
 from gpupaas.compute.states import DeploymentStatus
+from gpupaas.core.actor import Role
 from tests.catalog.test_readme import XSS_PAYLOADS
 from tests.conftest import GraphQLClient
 from tests.e2e.conftest import Watched, new_page, screenshot, sign_in

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from gpupaas.accounts.models import Role
+from gpupaas.core.actor import Role
 from tests.e2e.conftest import Watched, new_page, screenshot, sign_in
 from tests.factories import make_project, make_user
 

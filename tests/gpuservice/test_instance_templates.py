@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from gpupaas.accounts.models import Role
 from gpupaas.bootstrap import seed
+from gpupaas.core.actor import Role
 from gpupaas.gpuservice.builtins import BUILTIN_INSTANCE_TEMPLATES
 from gpupaas.gpuservice.models import InstanceTemplate
 from tests.conftest import GraphQLClient

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from gpupaas.accounts.models import Role
 from gpupaas.bootstrap import seed
 from gpupaas.catalog import service as catalog
-from gpupaas.catalog.models import Vendor
 from gpupaas.compute.models import ComputeInstance, DeploymentRun
 from gpupaas.compute.states import DeploymentStatus, RunAction
+from gpupaas.core.actor import Role
+from gpupaas.core.gpus import Vendor
 from gpupaas.gpuservice.models import InstanceTemplate, ServiceInstance
 from gpupaas.gpuservice.spec import spec_to_json
 from gpupaas.gpuservice.states import ServiceStatus

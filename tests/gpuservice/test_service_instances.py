@@ -10,13 +10,13 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from gpupaas.accounts.models import Role
 from gpupaas.bootstrap import seed
 from gpupaas.catalog import service as catalog
-from gpupaas.catalog.models import Vendor
 from gpupaas.clusters.models import Cluster
 from gpupaas.compute.models import ComputeInstance, DeploymentRun
 from gpupaas.compute.states import DeploymentStatus, RunAction
+from gpupaas.core.actor import Role
+from gpupaas.core.gpus import Vendor
 from gpupaas.events.models import OutboxMessage
 from gpupaas.gpuservice.models import InstanceTemplate, ServiceInstance
 from gpupaas.gpuservice.states import ServiceStatus

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from gpupaas.accounts.models import Role
 from gpupaas.accounts.service import actor_for
+from gpupaas.accounts.sharing import SharingMode
 from gpupaas.app import create_app
-from gpupaas.catalog.models import SharingMode
 from gpupaas.compute import service as compute
 from gpupaas.compute.graphql import ComputeInstanceStatusEvent
+from gpupaas.core.actor import Role
 from gpupaas.graphql import fanout
 from gpupaas.graphql.executor import ExecutionContext
 from gpupaas.provisioning.drivers.simulated import SimulatedDriver

@@ -288,7 +288,7 @@ async def test_hostile_text_in_every_string_argument(db: object, gql: GraphQLCli
 
 
 async def _instance_template() -> str:
-    from gpupaas.catalog.models import Vendor
+    from gpupaas.core.gpus import Vendor
     from gpupaas.gpuservice import service as gpuservice
     from tests.factories import platform_actor
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpupaas.accounts import service as accounts
-from gpupaas.accounts.models import Role
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.compute.states import DeploymentStatus
+from gpupaas.core.actor import Role
 from gpupaas.graphql.schema import build_schema
 from tests.conftest import GraphQLClient
 from tests.factories import make_instance, make_profile, make_project, make_template, make_user, make_version
@@ -400,7 +400,7 @@ async def _service_instances(world: World, box: str) -> None:
 
 async def _instance_templates(world: World) -> None:
     """A template of "ml" and a global one, and spares of each to delete."""
-    from gpupaas.catalog.models import Vendor
+    from gpupaas.core.gpus import Vendor
     from gpupaas.gpuservice import service as gpuservice
     from tests.factories import platform_actor
 

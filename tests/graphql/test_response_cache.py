@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from gpupaas.accounts.models import Role
 from gpupaas.app import GraphQLApp, create_app
+from gpupaas.core.actor import Role
 from gpupaas.graphql import response_cache
 from gpupaas.graphql.response_cache import cacheable
 from gpupaas.settings import Settings

@@ -12,12 +12,12 @@ import pytest
 
 from gpupaas.accounts.service import actor_for
 from gpupaas.catalog import service as catalog
-from gpupaas.catalog.models import Vendor
 from gpupaas.clusters import service as clusters
 from gpupaas.clusters.models import ClusterStatus
 from gpupaas.compute import service as compute
 from gpupaas.compute.models import DeploymentRun
 from gpupaas.compute.states import DeploymentStatus
+from gpupaas.core.gpus import Vendor
 from gpupaas.provisioning.plan import namespace_for
 from gpupaas.runtime import Runtime
 from gpupaas.settings import Settings

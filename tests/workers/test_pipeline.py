@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 
-from gpupaas.accounts.models import Role
 from gpupaas.catalog import service as catalog
-from gpupaas.catalog.models import Vendor
 from gpupaas.compute import service as compute
 from gpupaas.compute.models import ComputeInstance, DeploymentRun
 from gpupaas.compute.states import DeploymentStatus, RunStatus
+from gpupaas.core.actor import Role
+from gpupaas.core.gpus import Vendor
 from gpupaas.events.bus import COMMANDS_TOPIC, DEAD_LETTER_TOPIC
 from gpupaas.provisioning.drivers.base import Phase
 from gpupaas.provisioning.plan import namespace_for

@@ -10,10 +10,10 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 
-from gpupaas.accounts.models import Role
 from gpupaas.bootstrap import seed
 from gpupaas.compute.models import DeploymentRun
 from gpupaas.compute.states import DeploymentStatus, RunStatus
+from gpupaas.core.actor import Role
 from gpupaas.gpuservice.models import InstanceTemplate, ServiceInstance
 from gpupaas.gpuservice.states import ServiceStatus
 from gpupaas.provisioning.models import SimulatedAllocation

@@ -7,10 +7,10 @@ from collections.abc import AsyncIterator
 import pytest
 import websockets
 
-from gpupaas.accounts.models import Role
 from gpupaas.accounts.service import actor_for
 from gpupaas.compute import service as compute
 from gpupaas.compute.states import DeploymentStatus
+from gpupaas.core.actor import Role
 from tests import ws
 from tests.conftest import serving
 from tests.factories import make_instance, make_profile, make_project, make_user, platform_actor
@@ -70,7 +70,7 @@ async def test_project_events_include_shared_instances(db: object, server: str) 
     mine = await make_instance(own, await make_profile(own), name="mine")
     theirs = await make_instance(other, await make_profile(other), name="theirs")
     hidden = await make_instance(other, await make_profile(other), name="hidden")
-    from gpupaas.catalog.models import SharingMode
+    from gpupaas.accounts.sharing import SharingMode
 
     await compute.set_sharing(
         await platform_actor(), str(theirs.id), SharingMode.SELECTED_PROJECTS, ["research"]

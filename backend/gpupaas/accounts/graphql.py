@@ -7,7 +7,8 @@ from datetime import datetime, timedelta
 import strawberry
 
 from gpupaas.accounts import service
-from gpupaas.accounts.models import ApiToken, Membership, Project, Role, User
+from gpupaas.accounts.models import ApiToken, Membership, Project
+from gpupaas.core.actor import Principal, Role
 from gpupaas.graphql.common import DeletePayload, UserError, attempt, delete_payload
 from gpupaas.graphql.context import SESSION_COOKIE, Info
 
@@ -46,14 +47,14 @@ class UserType:
     id: strawberry.ID
     username: str
     is_platform_admin: bool
-    _model: strawberry.Private[User]
+    _model: strawberry.Private[Principal]
 
     @strawberry.field
     async def memberships(self) -> list[MembershipType]:
         return [MembershipType.of(m) for m in await service.memberships_of(self._model)]
 
     @classmethod
-    def of(cls, user: User) -> UserType:
+    def of(cls, user: Principal) -> UserType:
         return cls(
             id=strawberry.ID(str(user.id)),
             username=user.username,

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-from enum import Enum
-
 from tortoise import fields
 from tortoise.models import Model
 
-
-class Role(str, Enum):
-    ADMIN = "ADMIN"  # the project's PaaS admin
-    MEMBER = "MEMBER"  # an end user of the project
+from gpupaas.core.actor import Role
 
 
 class User(Model):

@@ -9,9 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -20,9 +18,11 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from tortoise.exceptions import IntegrityError
 from tortoise.transactions import in_transaction
 
-from gpupaas.accounts.models import ApiToken, Membership, Project, Role, Session, User
+from gpupaas.accounts.models import ApiToken, Membership, Project, Session, User
 from gpupaas.core import validation
-from gpupaas.core.errors import Collector, ErrorCode, Forbidden, NotAuthenticated, UserErrors
+from gpupaas.core.actor import ANONYMOUS, Actor, Principal, Role
+from gpupaas.core.errors import Collector, ErrorCode, UserErrors
+from gpupaas.core.ids import parse_id
 
 SYSTEM_PROJECT = "gpupaas-system"
 PROJECT_NAME_MAX = 63
@@ -42,52 +42,6 @@ def now() -> datetime:
 
 def hash_secret(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
-
-
-@dataclass
-class Actor:
-    """Who is calling, with their roles loaded once per request."""
-
-    user: User | None
-    roles: dict[uuid.UUID, Role] = field(default_factory=dict)
-
-    @property
-    def is_platform_admin(self) -> bool:
-        return self.user is not None and self.user.is_platform_admin
-
-    def require_user(self) -> User:
-        if self.user is None:
-            raise NotAuthenticated()
-        return self.user
-
-    def role_in(self, project_id: uuid.UUID) -> Role | None:
-        return self.roles.get(project_id)
-
-    def can_see(self, project: Project) -> bool:
-        """Whether the project exists for this caller (its members, platform admins; the system one: all)."""
-        if self.user is None:
-            return False
-        return self.is_platform_admin or project.id in self.roles or project.is_system
-
-    def is_admin_of(self, project_id: uuid.UUID) -> bool:
-        return self.is_platform_admin or self.roles.get(project_id) == Role.ADMIN
-
-    def require_platform_admin(self) -> User:
-        user = self.require_user()
-        if not user.is_platform_admin:
-            raise Forbidden("Only platform admins may do this.")
-        return user
-
-    def require_admin_of(self, project: Project) -> None:
-        self.require_user()
-        if not self.is_admin_of(project.id):
-            raise Forbidden(f'Only admins of project "{project.name}" may do this.')
-
-    def visible_project_ids(self) -> set[uuid.UUID]:
-        return set(self.roles)
-
-
-ANONYMOUS = Actor(user=None)
 
 
 async def actor_for(user: User | None) -> Actor:
@@ -214,7 +168,7 @@ async def create_api_token(actor: Actor, name: str, expires_at: datetime | None)
     secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
     try:
         token = await ApiToken.create(
-            user=user, name=name, token_hash=hash_secret(secret), expires_at=expires_at
+            user_id=user.id, name=name, token_hash=hash_secret(secret), expires_at=expires_at
         )
     except IntegrityError:
         raise UserErrors.one(
@@ -237,13 +191,6 @@ async def revoke_api_token(actor: Actor, token_id: str) -> str:
     if query is None or not await query.delete():
         raise UserErrors.one(("id",), "No such API token.", ErrorCode.NOT_FOUND)
     return token_id
-
-
-def parse_id(value: str) -> uuid.UUID | None:
-    try:
-        return uuid.UUID(value)
-    except (ValueError, AttributeError, TypeError):
-        return None
 
 
 # ---------------------------------------------------------------- users, projects, members
@@ -355,5 +302,5 @@ async def set_member(actor: Actor | None, project_name: str, username: str, role
     return membership
 
 
-async def memberships_of(user: User) -> list[Membership]:
+async def memberships_of(user: Principal) -> list[Membership]:
     return await Membership.filter(user_id=user.id).select_related("project").order_by("project__name")

@@ -18,8 +18,10 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 import strawberry
 
+from gpupaas.accounts import sharing
 from gpupaas.accounts.graphql import ProjectType
 from gpupaas.accounts.models import Project
+from gpupaas.accounts.sharing import SharingMode
 from gpupaas.catalog import readme as readme_mod
 from gpupaas.catalog import service
 from gpupaas.catalog.models import (
@@ -27,14 +29,12 @@ from gpupaas.catalog.models import (
     ComputeProfile,
     EnvironmentTemplate,
     EnvironmentTemplateVersion,
-    SharingMode,
-    Vendor,
     VersionState,
 )
 from gpupaas.catalog.reads import ListedProfile
 from gpupaas.catalog.service import SENSITIVE_MASK
-from gpupaas.core import sharing
 from gpupaas.core.errors import InvalidArgument
+from gpupaas.core.gpus import Vendor
 from gpupaas.core.pagination import encode_cursor
 from gpupaas.graphql.common import (
     DeletePayload,

@@ -9,7 +9,9 @@ from tortoise import fields
 from tortoise.models import Model
 
 from gpupaas.accounts.models import Project
+from gpupaas.accounts.sharing import SharingMode
 from gpupaas.clusters.models import Cluster
+from gpupaas.core.gpus import Vendor
 
 
 class VersionState(str, Enum):
@@ -21,20 +23,6 @@ class VersionState(str, Enum):
 class AllocationType(str, Enum):
     DEDICATED = "DEDICATED"
     SHARED = "SHARED"
-
-
-class SharingMode(str, Enum):
-    NONE = "NONE"
-    ALL_PROJECTS = "ALL_PROJECTS"
-    SELECTED_PROJECTS = "SELECTED_PROJECTS"
-
-
-class Vendor(str, Enum):
-    NVIDIA = "NVIDIA"
-    AMD = "AMD"
-    INTEL = "INTEL"
-    ASCEND = "ASCEND"
-    CPU = "CPU"
 
 
 class EnvironmentTemplate(Model):

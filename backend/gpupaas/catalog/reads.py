@@ -28,12 +28,8 @@ from tortoise.filters import escape_like
 from tortoise.models import Model
 
 from gpupaas.accounts.models import Project
-from gpupaas.catalog.models import (
-    ComputeProfile,
-    EnvironmentTemplate,
-    EnvironmentTemplateVersion,
-    SharingMode,
-)
+from gpupaas.accounts.sharing import SharingMode
+from gpupaas.catalog.models import ComputeProfile, EnvironmentTemplate, EnvironmentTemplateVersion
 from gpupaas.core.errors import InvalidArgument
 from gpupaas.core.pagination import DEFAULT_PAGE, MAX_PAGE, decode_cursor
 

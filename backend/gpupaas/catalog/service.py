@@ -19,14 +19,10 @@ from tortoise.exceptions import IntegrityError
 from tortoise.expressions import Q
 from tortoise.transactions import in_transaction
 
+from gpupaas.accounts import sharing
 from gpupaas.accounts.models import Project
-from gpupaas.accounts.service import (
-    Actor,
-    ensure_system_project,
-    parse_id,
-    project_by_name,
-    require_project,
-)
+from gpupaas.accounts.service import ensure_system_project, project_by_name, require_project
+from gpupaas.accounts.sharing import SharingMode
 from gpupaas.catalog import readme as readme_mod
 from gpupaas.catalog import reads
 from gpupaas.catalog.models import (
@@ -35,13 +31,14 @@ from gpupaas.catalog.models import (
     ComputeProfileShare,
     EnvironmentTemplate,
     EnvironmentTemplateVersion,
-    SharingMode,
-    Vendor,
     VersionState,
 )
 from gpupaas.clusters.service import cluster_for_profile
-from gpupaas.core import sharing, validation
+from gpupaas.core import validation
+from gpupaas.core.actor import Actor
 from gpupaas.core.errors import Collector, ErrorCode, Forbidden, NotFound, UserErrors
+from gpupaas.core.gpus import Vendor
+from gpupaas.core.ids import parse_id
 from gpupaas.core.search import matching
 from gpupaas.provisioning import builtins, render
 from gpupaas.provisioning.inputs import InputDefinition, check_value

@@ -6,9 +6,9 @@ from datetime import datetime
 
 import strawberry
 
-from gpupaas.catalog.models import Vendor
 from gpupaas.clusters import service
 from gpupaas.clusters.models import Cluster, ClusterDriver, ClusterStatus
+from gpupaas.core.gpus import Vendor
 from gpupaas.graphql.common import DeletePayload, UserError, attempt, delete_payload
 from gpupaas.graphql.context import Info
 from gpupaas.provisioning.registry import resource_names

@@ -13,13 +13,14 @@ import yaml
 from tortoise.exceptions import IntegrityError
 from tortoise.transactions import in_transaction
 
-from gpupaas.accounts.service import Actor, parse_id
 from gpupaas.catalog.models import ComputeProfile
 from gpupaas.clusters.models import Cluster, ClusterDriver, ClusterStatus
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core import crypto, validation
+from gpupaas.core.actor import Actor
 from gpupaas.core.errors import Collector, ErrorCode, UserErrors
+from gpupaas.core.ids import parse_id
 from gpupaas.provisioning.registry import Checker
 
 DEFAULT_CLUSTER = "simulated"

@@ -16,16 +16,17 @@ from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 
+from gpupaas.accounts import sharing
 from gpupaas.accounts.graphql import ProjectType
 from gpupaas.accounts.service import project_by_name
 from gpupaas.catalog.graphql import ComputeProfileType, ComputeResources, SharingInput, SharingType
-from gpupaas.catalog.models import AllocationType, Vendor
+from gpupaas.catalog.models import AllocationType
 from gpupaas.clusters.graphql import ClusterType
 from gpupaas.compute import service
 from gpupaas.compute.models import ComputeInstance, DeploymentRun
 from gpupaas.compute.states import DeploymentStatus, RunAction, RunStatus
-from gpupaas.core import sharing
 from gpupaas.core.errors import NotAuthenticated, NotFound
+from gpupaas.core.gpus import Vendor
 from gpupaas.events.broadcast import Overflow, StatusEvent
 from gpupaas.graphql.common import (
     DeletePayload,

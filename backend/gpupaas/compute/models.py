@@ -9,7 +9,8 @@ from tortoise import fields
 from tortoise.models import Model
 
 from gpupaas.accounts.models import Project
-from gpupaas.catalog.models import ComputeProfile, SharingMode
+from gpupaas.accounts.sharing import SharingMode
+from gpupaas.catalog.models import ComputeProfile
 from gpupaas.compute.states import DeploymentStatus, RunAction, RunStatus
 
 

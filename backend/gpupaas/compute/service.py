@@ -19,16 +19,20 @@ from tortoise.exceptions import IntegrityError
 from tortoise.expressions import F, Q, Subquery
 from tortoise.transactions import in_transaction
 
+from gpupaas.accounts import sharing
 from gpupaas.accounts.models import Project
-from gpupaas.accounts.service import Actor, parse_id, project_by_name, require_project
-from gpupaas.catalog.models import ComputeProfile, ComputeProfileShare, SharingMode
+from gpupaas.accounts.service import project_by_name, require_project
+from gpupaas.accounts.sharing import SharingMode
+from gpupaas.catalog.models import ComputeProfile, ComputeProfileShare
 from gpupaas.catalog.service import SENSITIVE_MASK, OverridePolicy, definition_from_json, output_from_json
 from gpupaas.clusters.models import Cluster
 from gpupaas.compute import states
 from gpupaas.compute.models import ComputeInstance, ComputeInstanceShare, DeploymentRun
 from gpupaas.compute.states import DeploymentStatus, Request, RunAction, RunStatus
-from gpupaas.core import sharing, validation
+from gpupaas.core import validation
+from gpupaas.core.actor import Actor
 from gpupaas.core.errors import Collector, ErrorCode, Forbidden, NotFound, UserErrors
+from gpupaas.core.ids import parse_id
 from gpupaas.core.pagination import Page, paginate
 from gpupaas.core.search import matching
 from gpupaas.events import outbox

@@ -7,7 +7,7 @@ from datetime import datetime
 import strawberry
 
 from gpupaas.accounts.graphql import ProjectType
-from gpupaas.catalog.models import Vendor
+from gpupaas.core.gpus import Vendor
 from gpupaas.gpuservice import service
 from gpupaas.gpuservice.models import ImagePullPolicy, InstanceTemplate, Protocol
 from gpupaas.gpuservice.spec import Port

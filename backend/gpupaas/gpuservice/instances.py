@@ -31,13 +31,15 @@ from tortoise.functions import Sum
 from tortoise.transactions import in_transaction
 
 from gpupaas.accounts.models import Project
-from gpupaas.accounts.service import Actor, parse_id, project_by_name, require_project
+from gpupaas.accounts.service import project_by_name, require_project
 from gpupaas.clusters.models import Cluster
 from gpupaas.compute import service as compute
 from gpupaas.compute.models import ComputeInstance, DeploymentRun
 from gpupaas.compute.states import DeploymentStatus, RunAction, RunStatus
 from gpupaas.core import crypto, validation
+from gpupaas.core.actor import Actor
 from gpupaas.core.errors import Collector, ErrorCode, Forbidden, NotFound, UserErrors
+from gpupaas.core.ids import parse_id
 from gpupaas.core.pagination import Page, paginate
 from gpupaas.events import outbox
 from gpupaas.gpuservice import states

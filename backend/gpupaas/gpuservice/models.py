@@ -17,8 +17,8 @@ from tortoise import fields
 from tortoise.models import Model
 
 from gpupaas.accounts.models import Project
-from gpupaas.catalog.models import Vendor
 from gpupaas.compute.models import ComputeInstance
+from gpupaas.core.gpus import Vendor
 from gpupaas.gpuservice.spec import ServiceSpec, spec_from_json, spec_to_json
 from gpupaas.gpuservice.states import ServiceStatus
 

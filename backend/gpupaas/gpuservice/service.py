@@ -23,16 +23,12 @@ from tortoise.exceptions import IntegrityError
 from tortoise.expressions import Q
 
 from gpupaas.accounts.models import Project
-from gpupaas.accounts.service import (
-    Actor,
-    ensure_system_project,
-    parse_id,
-    project_by_name,
-    require_project,
-)
-from gpupaas.catalog.models import Vendor
+from gpupaas.accounts.service import ensure_system_project, project_by_name, require_project
 from gpupaas.core import validation
+from gpupaas.core.actor import Actor
 from gpupaas.core.errors import Collector, ErrorCode, Forbidden, NotFound, UserErrors
+from gpupaas.core.gpus import Vendor
+from gpupaas.core.ids import parse_id
 from gpupaas.core.search import matching
 from gpupaas.gpuservice.builtins import BUILTIN_INSTANCE_TEMPLATES
 from gpupaas.gpuservice.models import ImagePullPolicy, InstanceTemplate

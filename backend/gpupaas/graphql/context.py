@@ -10,7 +10,7 @@ from starlette.responses import Response
 from starlette.websockets import WebSocket
 from strawberry.types import Info as _Info
 
-from gpupaas.accounts.service import Actor
+from gpupaas.core.actor import Actor
 from gpupaas.events.broadcast import StatusBroadcaster
 from gpupaas.graphql.dataloaders import Loaders
 from gpupaas.provisioning.registry import DriverRegistry

@@ -28,7 +28,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from gpupaas.accounts.service import Actor
+from gpupaas.core.actor import Actor
 from graphql import ExecutionResult, OperationDefinitionNode
 
 # The caller facts a shared result may depend on.

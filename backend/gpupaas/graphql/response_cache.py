@@ -28,7 +28,7 @@ from strawberry.extensions import SchemaExtension
 from strawberry.types.graphql import OperationType
 from tortoise.expressions import F
 
-from gpupaas.accounts.service import Actor
+from gpupaas.core.actor import Actor
 from gpupaas.events.models import DataVersion
 from graphql import FieldNode, GraphQLError, OperationDefinitionNode, parse
 

@@ -1,8 +1,10 @@
 from tortoise import migrations
 from tortoise.migrations import operations as ops
 import functools
-from gpupaas.accounts.models import Role
-from gpupaas.catalog.models import AllocationType, SharingMode, Vendor, VersionState
+from gpupaas.core.actor import Role
+from gpupaas.catalog.models import AllocationType, VersionState
+from gpupaas.accounts.sharing import SharingMode
+from gpupaas.core.gpus import Vendor
 from json import dumps, loads
 from tortoise.fields.base import OnDelete
 from uuid import uuid4

@@ -1,7 +1,7 @@
 from tortoise import migrations
 from tortoise.migrations import operations as ops
 import functools
-from gpupaas.catalog.models import SharingMode
+from gpupaas.accounts.sharing import SharingMode
 from gpupaas.compute.states import DeploymentStatus, RunAction, RunStatus
 from json import dumps, loads
 from tortoise.fields.base import OnDelete

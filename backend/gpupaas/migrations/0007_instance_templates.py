@@ -1,7 +1,7 @@
 from tortoise import migrations
 from tortoise.migrations import operations as ops
 import functools
-from gpupaas.catalog.models import Vendor
+from gpupaas.core.gpus import Vendor
 from gpupaas.gpuservice.models import ImagePullPolicy
 from json import dumps, loads
 from tortoise.fields.base import OnDelete

@@ -5,16 +5,23 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
+from enum import Enum
 
 from gpupaas.accounts.models import Project
-from gpupaas.accounts.service import PROJECT_NAME_MAX, Actor
-from gpupaas.catalog.models import SharingMode
+from gpupaas.accounts.service import PROJECT_NAME_MAX
+from gpupaas.core.actor import Actor, Owner
 from gpupaas.core.errors import Collector, ErrorCode
+
+
+class SharingMode(str, Enum):
+    NONE = "NONE"
+    ALL_PROJECTS = "ALL_PROJECTS"
+    SELECTED_PROJECTS = "SELECTED_PROJECTS"
 
 
 async def visible_to(
     actor: Actor,
-    owner: Project,
+    owner: Owner,
     mode: SharingMode,
     shared_with_any: Callable[[list[uuid.UUID]], Awaitable[bool]],
 ) -> bool:
