@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from gpupaas.catalog.service import sync_builtin_templates
 from gpupaas.clusters.service import ensure_default_cluster
-from gpupaas.gpuservice.service import sync_builtin_instance_templates
 from gpupaas.graphql import response_cache
+from gpupaas.instance_templates.service import sync_builtin_instance_templates
 
 
 async def seed() -> None:

@@ -18,7 +18,8 @@ MODEL_MODULES = [
     "gpupaas.clusters.models",
     "gpupaas.compute.models",
     "gpupaas.events.models",
-    "gpupaas.gpuservice.models",
+    "gpupaas.instance_templates.models",
+    "gpupaas.service_instances.models",
     "gpupaas.provisioning.models",
 ]
 

@@ -13,9 +13,9 @@ from datetime import timedelta
 from gpupaas.events.broadcast import StatusBroadcaster
 from gpupaas.events.bus import Bus
 from gpupaas.events.relay import TOPICS, Relay
-from gpupaas.gpuservice.endpoints import SimulatedEndpoints
 from gpupaas.provisioning.drivers.base import Driver
 from gpupaas.provisioning.registry import DriverRegistry
+from gpupaas.service_instances.endpoints import SimulatedEndpoints
 from gpupaas.settings import Settings
 from gpupaas.workers.drift import DriftWatcher
 from gpupaas.workers.worker import Worker, WorkerSettings
@@ -75,7 +75,7 @@ class Runtime:
         self.worker = Worker(self.bus, self.drivers, worker_settings(settings)) if worker_wanted else None
         # Workers watch their clusters for drift (pods that die after a successful deploy).
         self.drift = DriftWatcher(self.drivers) if self.worker is not None else None
-        # What answers at simulated services' Connect links (gpuservice/endpoints.py).
+        # What answers at simulated services' Connect links (service_instances/endpoints.py).
         self.endpoints = (
             SimulatedEndpoints(settings.secret_key)
             if self.worker is not None and settings.simulated_endpoints

@@ -13,7 +13,8 @@ from gpupaas.bootstrap import seed
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core.actor import Role
-from gpupaas.gpuservice.models import InstanceTemplate, ServiceInstance
+from gpupaas.instance_templates.models import InstanceTemplate
+from gpupaas.service_instances.models import ServiceInstance
 from tests.conftest import GraphQLClient
 from tests.factories import Person, make_instance, make_profile, make_project, make_user
 

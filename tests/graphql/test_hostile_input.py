@@ -289,18 +289,18 @@ async def test_hostile_text_in_every_string_argument(db: object, gql: GraphQLCli
 
 async def _instance_template() -> str:
     from gpupaas.core.gpus import Vendor
-    from gpupaas.gpuservice import service as gpuservice
+    from gpupaas.instance_templates import service as instance_templates
     from tests.factories import platform_actor
 
-    data = gpuservice.TemplateIn(name="it1", vendor=Vendor.CPU, image="ubuntu")
-    return str((await gpuservice.create_template(await platform_actor(), "ml", data)).id)
+    data = instance_templates.TemplateIn(name="it1", vendor=Vendor.CPU, image="ubuntu")
+    return str((await instance_templates.create_template(await platform_actor(), "ml", data)).id)
 
 
 async def _service_instance(ids: dict[str, str]) -> str:
     """A service instance of "ml", in its compute instance marked deployed."""
     from gpupaas.compute.models import ComputeInstance
     from gpupaas.compute.states import DeploymentStatus
-    from gpupaas.gpuservice import instances as services
+    from gpupaas.service_instances import service as services
     from tests.factories import platform_actor
 
     await ComputeInstance.filter(id=ids["instance"]).update(status=DeploymentStatus.SUCCESS)

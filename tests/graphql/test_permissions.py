@@ -369,9 +369,9 @@ OPS += [
 
 async def _service_instances(world: World, box: str) -> None:
     """Service instances of "ml" in a deployed compute instance, in the statuses the walk needs."""
-    from gpupaas.gpuservice import instances as services
-    from gpupaas.gpuservice.models import ServiceInstance
-    from gpupaas.gpuservice.states import ServiceStatus
+    from gpupaas.service_instances import service as services
+    from gpupaas.service_instances.models import ServiceInstance
+    from gpupaas.service_instances.states import ServiceStatus
     from tests.factories import platform_actor
 
     root = await platform_actor()
@@ -401,7 +401,7 @@ async def _service_instances(world: World, box: str) -> None:
 async def _instance_templates(world: World) -> None:
     """A template of "ml" and a global one, and spares of each to delete."""
     from gpupaas.core.gpus import Vendor
-    from gpupaas.gpuservice import service as gpuservice
+    from gpupaas.instance_templates import service as instance_templates
     from tests.factories import platform_actor
 
     root = await platform_actor()
@@ -409,8 +409,8 @@ async def _instance_templates(world: World) -> None:
     async def made(project: str | None) -> list[str]:
         ids = []
         for _ in range(len(ROLES) + 1):
-            data = gpuservice.TemplateIn(name=_uniq("it"), vendor=Vendor.CPU, image="ubuntu")
-            ids.append(str((await gpuservice.create_template(root, project, data)).id))
+            data = instance_templates.TemplateIn(name=_uniq("it"), vendor=Vendor.CPU, image="ubuntu")
+            ids.append(str((await instance_templates.create_template(root, project, data)).id))
         return ids
 
     world.instance_template, *world.spare_instance_templates = await made("ml")

@@ -14,9 +14,10 @@ from gpupaas.bootstrap import seed
 from gpupaas.compute.models import DeploymentRun
 from gpupaas.compute.states import DeploymentStatus, RunStatus
 from gpupaas.core.actor import Role
-from gpupaas.gpuservice.models import InstanceTemplate, ServiceInstance
-from gpupaas.gpuservice.states import ServiceStatus
+from gpupaas.instance_templates.models import InstanceTemplate
 from gpupaas.provisioning.models import SimulatedAllocation
+from gpupaas.service_instances.models import ServiceInstance
+from gpupaas.service_instances.states import ServiceStatus
 from tests import ws
 from tests.conftest import serving
 from tests.factories import Person, make_instance, make_profile, make_project, make_user

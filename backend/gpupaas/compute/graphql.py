@@ -46,7 +46,7 @@ from gpupaas.graphql.dataloaders import Loaders
 from gpupaas.graphql.follow import follow_events
 
 if TYPE_CHECKING:
-    from gpupaas.gpuservice.instances_graphql import ServiceInstanceType
+    from gpupaas.service_instances.graphql import ServiceInstanceType
 
 DeploymentStatusEnum = strawberry.enum(DeploymentStatus, name="DeploymentStatus")
 RunActionEnum = strawberry.enum(RunAction, name="RunAction")
@@ -175,8 +175,8 @@ class ComputeInstanceType:
     @strawberry.field(description="Its GPU service instances, newest first.")
     async def services(
         self, info: Info
-    ) -> list[Annotated[ServiceInstanceType, strawberry.lazy("gpupaas.gpuservice.instances_graphql")]]:
-        from gpupaas.gpuservice.instances_graphql import ServiceInstanceType
+    ) -> list[Annotated[ServiceInstanceType, strawberry.lazy("gpupaas.service_instances.graphql")]]:
+        from gpupaas.service_instances.graphql import ServiceInstanceType
 
         rows = await info.context.loaders.services_of_instance.load(self._model.id)
         # Only its own project's members see them (a project it is shared with sees the instance).

@@ -36,9 +36,9 @@ from gpupaas.core.ids import parse_id
 from gpupaas.core.pagination import Page, paginate
 from gpupaas.core.search import matching
 from gpupaas.events import outbox
-from gpupaas.gpuservice.models import ServiceInstance
 from gpupaas.provisioning.inputs import check_value
 from gpupaas.provisioning.plan import PermanentError, Plan, build_plan
+from gpupaas.service_instances.models import ServiceInstance
 
 
 def now() -> datetime:

@@ -26,7 +26,7 @@ class DeploymentStatus(str, Enum):
 class RunAction(str, Enum):
     DEPLOY = "DEPLOY"
     DESTROY = "DESTROY"
-    # GPU service instances' runs (gpuservice/states.py); their delete is a DESTROY.
+    # GPU service instances' runs (service_instances/states.py); their delete is a DESTROY.
     START = "START"
     STOP = "STOP"
     RESTART = "RESTART"

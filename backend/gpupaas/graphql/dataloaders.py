@@ -20,7 +20,8 @@ from gpupaas.catalog.models import (
 )
 from gpupaas.clusters.models import Cluster
 from gpupaas.compute.models import ComputeInstance, ComputeInstanceShare, DeploymentRun
-from gpupaas.gpuservice.models import InstanceTemplate, ServiceInstance
+from gpupaas.instance_templates.models import InstanceTemplate
+from gpupaas.service_instances.models import ServiceInstance
 
 M = TypeVar("M", bound=Model)
 

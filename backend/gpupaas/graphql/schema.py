@@ -22,15 +22,15 @@ from gpupaas.accounts.graphql import AccountsMutation, AccountsQuery
 from gpupaas.catalog.graphql import CatalogMutation, CatalogQuery
 from gpupaas.clusters.graphql import ClustersMutation, ClustersQuery
 from gpupaas.compute.graphql import ComputeMutation, ComputeQuery, ComputeSubscription
-from gpupaas.gpuservice.graphql import GpuServiceMutation, GpuServiceQuery
-from gpupaas.gpuservice.instances_graphql import (
+from gpupaas.graphql.executor import ExecutionContext as LeakFreeExecutionContext
+from gpupaas.graphql.extensions import ErrorPolicy, ExtensionsRunner, TextGuard
+from gpupaas.graphql.response_cache import BumpDataVersion
+from gpupaas.instance_templates.graphql import GpuServiceMutation, GpuServiceQuery
+from gpupaas.service_instances.graphql import (
     ServiceInstanceMutation,
     ServiceInstanceQuery,
     ServiceInstanceSubscription,
 )
-from gpupaas.graphql.executor import ExecutionContext as LeakFreeExecutionContext
-from gpupaas.graphql.extensions import ErrorPolicy, ExtensionsRunner, TextGuard
-from gpupaas.graphql.response_cache import BumpDataVersion
 from gpupaas.settings import Settings
 from graphql import GraphQLError
 

@@ -2,7 +2,7 @@ from tortoise import migrations
 from tortoise.migrations import operations as ops
 import functools
 from gpupaas.core.gpus import Vendor
-from gpupaas.gpuservice.models import ImagePullPolicy
+from gpupaas.instance_templates.models import ImagePullPolicy
 from json import dumps, loads
 from tortoise.fields.base import OnDelete
 from uuid import uuid4

@@ -2,7 +2,7 @@ from tortoise import migrations
 from tortoise.migrations import operations as ops
 import functools
 from gpupaas.compute.states import RunAction
-from gpupaas.gpuservice.states import ServiceStatus
+from gpupaas.service_instances.states import ServiceStatus
 from json import dumps, loads
 from tortoise.fields.base import OnDelete
 from uuid import uuid4

@@ -13,10 +13,10 @@ import uuid
 
 from gpupaas.clusters.models import Cluster, ClusterDriver
 from gpupaas.compute import service as compute
-from gpupaas.gpuservice import instances as services
 from gpupaas.provisioning.drivers.base import Observed, Phase
 from gpupaas.provisioning.drivers.k8s_manifests import SERVICE_DRIFT_PREFIX
 from gpupaas.provisioning.registry import DriverRegistry
+from gpupaas.service_instances import service as services
 
 log = logging.getLogger("gpupaas.drift")
 

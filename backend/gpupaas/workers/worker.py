@@ -42,10 +42,10 @@ from gpupaas.events.bus import (
     Consumer,
     Message,
 )
-from gpupaas.gpuservice import instances as services
 from gpupaas.provisioning.drivers.base import Driver
 from gpupaas.provisioning.plan import DriverError, PermanentError, Plan
 from gpupaas.provisioning.registry import DriverRegistry, resource_names
+from gpupaas.service_instances import service as services
 
 log = logging.getLogger("gpupaas.worker")
 

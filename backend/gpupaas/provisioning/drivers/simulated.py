@@ -35,7 +35,7 @@ a GPU model, their model contains it (case-insensitively: "h100" matches "H100 8
   Allocations on nodes that are no longer in the inventory (it changed between restarts) are
   ignored.
 
-GPU service instances (a plan with `within`, gpuservice/plan.py) hold no capacity of their own: they
+GPU service instances (a plan with `within`, service_instances/plan.py) hold no capacity of their own: they
 run in their compute instance's namespace, whose row must exist ("its compute instance is not
 deployed" otherwise), and their GPUs count against its quota as a ResourceQuota would ("exceeded
 quota: compute, requested: requests.nvidia.com/gpu=1, used: ..., limited: ..."). A service scaled

@@ -18,8 +18,9 @@ from gpupaas.compute.states import DeploymentStatus, RunAction
 from gpupaas.core.actor import Role
 from gpupaas.core.gpus import Vendor
 from gpupaas.events.models import OutboxMessage
-from gpupaas.gpuservice.models import InstanceTemplate, ServiceInstance
-from gpupaas.gpuservice.states import ServiceStatus
+from gpupaas.instance_templates.models import InstanceTemplate
+from gpupaas.service_instances.models import ServiceInstance
+from gpupaas.service_instances.states import ServiceStatus
 from tests.conftest import GraphQLClient
 from tests.factories import Person, make_instance, make_profile, make_project, make_user
 
@@ -366,7 +367,7 @@ async def test_other_projects_see_nothing(gql: GraphQLClient, world: World) -> N
     assert errors(payload) == [("input.computeInstance", "NOT_FOUND")]
     own = await make_instance(other, await make_profile(other), name="own")
     await ComputeInstance.filter(id=own.id).update(status=DeploymentStatus.SUCCESS)
-    from gpupaas.gpuservice import service as templates
+    from gpupaas.instance_templates import service as templates
     from tests.factories import platform_actor
 
     private = await templates.create_template(

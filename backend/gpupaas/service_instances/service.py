@@ -42,14 +42,15 @@ from gpupaas.core.errors import Collector, ErrorCode, Forbidden, NotFound, UserE
 from gpupaas.core.ids import parse_id
 from gpupaas.core.pagination import Page, paginate
 from gpupaas.events import outbox
-from gpupaas.gpuservice import states
-from gpupaas.gpuservice.connect import ConnectLink, connect_links
-from gpupaas.gpuservice.models import InstanceTemplate, ServiceInstance
-from gpupaas.gpuservice.placeholders import find_placeholders, generate_values, resolve
-from gpupaas.gpuservice.plan import build_service_plan, node_ports_of
-from gpupaas.gpuservice.spec import Port, ServiceSpec, check_spec, spec_to_json
-from gpupaas.gpuservice.states import Request, ServiceStatus
+from gpupaas.instance_templates.models import InstanceTemplate
+from gpupaas.instance_templates.placeholders import find_placeholders, generate_values, resolve
+from gpupaas.instance_templates.spec import Port, ServiceSpec, check_spec, spec_to_json
 from gpupaas.provisioning.plan import PermanentError, Plan
+from gpupaas.service_instances import states
+from gpupaas.service_instances.connect import ConnectLink, connect_links
+from gpupaas.service_instances.models import ServiceInstance
+from gpupaas.service_instances.plan import build_service_plan, node_ports_of
+from gpupaas.service_instances.states import Request, ServiceStatus
 
 __all__ = [
     "SERVICE_RUN",

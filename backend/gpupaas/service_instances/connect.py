@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import quote, urlencode, urlsplit
 
-from gpupaas.gpuservice.spec import Port, ServiceSpec
+from gpupaas.instance_templates.spec import Port, ServiceSpec
 
 __all__ = [
     "HTTPS_PORTS",

@@ -1,6 +1,6 @@
 """GPU service instances through the kubernetes driver, against the fake Kubernetes API server
 (tests/fake_kube): the compute instance's gpu-namespace plan first, then the service's plan
-(gpuservice.plan.build_service_plan) into the same namespace, found by gpupaas.io/service."""
+(service_instances.plan.build_service_plan) into the same namespace, found by gpupaas.io/service."""
 
 from __future__ import annotations
 
@@ -12,16 +12,16 @@ from typing import Any
 
 import pytest
 
-from gpupaas.gpuservice.builtins import builtin_instance_template
-from gpupaas.gpuservice.placeholders import resolve
-from gpupaas.gpuservice.plan import build_service_plan
-from gpupaas.gpuservice.podspec import RESTART_ANNOTATION
+from gpupaas.instance_templates.builtins import builtin_instance_template
+from gpupaas.instance_templates.placeholders import resolve
 from gpupaas.provisioning.builtins import builtin_template
 from gpupaas.provisioning.drivers.base import Observed, Phase
 from gpupaas.provisioning.drivers.k8s_manifests import SERVICE_DRIFT_PREFIX
 from gpupaas.provisioning.drivers.kubernetes import ClusterConnection, KubernetesDriver
 from gpupaas.provisioning.plan import PermanentError, Plan, build_plan, namespace_for
 from gpupaas.provisioning.render import validate_manifest
+from gpupaas.service_instances.plan import build_service_plan
+from gpupaas.service_instances.podspec import RESTART_ANNOTATION
 from tests.fake_kube import FakeKube
 from tests.fake_kube.fixtures import fake_kube  # noqa: F401
 

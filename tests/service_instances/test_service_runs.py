@@ -11,9 +11,10 @@ from gpupaas.bootstrap import seed
 from gpupaas.compute.models import ComputeInstance, DeploymentRun
 from gpupaas.compute.states import DeploymentStatus, RunAction, RunStatus
 from gpupaas.events.models import OutboxMessage
-from gpupaas.gpuservice import instances
-from gpupaas.gpuservice.models import InstanceTemplate, ServiceInstance
-from gpupaas.gpuservice.states import Request, ServiceStatus
+from gpupaas.instance_templates.models import InstanceTemplate
+from gpupaas.service_instances import service as instances
+from gpupaas.service_instances.models import ServiceInstance
+from gpupaas.service_instances.states import Request, ServiceStatus
 from tests.factories import make_instance, make_profile, make_project, platform_actor
 
 KEY = "k" * 64

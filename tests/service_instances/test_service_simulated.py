@@ -7,15 +7,15 @@ import uuid
 
 import pytest
 
-from gpupaas.gpuservice.builtins import BUILTIN_INSTANCE_TEMPLATES
-from gpupaas.gpuservice.placeholders import resolve
-from gpupaas.gpuservice.plan import build_service_plan
+from gpupaas.instance_templates.builtins import BUILTIN_INSTANCE_TEMPLATES
+from gpupaas.instance_templates.placeholders import resolve
 from gpupaas.provisioning.builtins import builtin_template
 from gpupaas.provisioning.drivers.base import Observed, Phase
 from gpupaas.provisioning.drivers.simulated import SimulatedDriver
 from gpupaas.provisioning.inventory import DEFAULT_INVENTORY
 from gpupaas.provisioning.models import SimulatedAllocation
 from gpupaas.provisioning.plan import PermanentError, Plan, build_plan
+from gpupaas.service_instances.plan import build_service_plan
 from tests.conftest import Database
 
 COMPUTE = str(uuid.uuid4())

@@ -8,16 +8,16 @@ from typing import Any
 
 import pytest
 
-from gpupaas.gpuservice.podspec import (
+from gpupaas.instance_templates.spec import Port, ServiceSpec
+from gpupaas.provisioning.plan import GPU_RESOURCE_NAMES
+from gpupaas.provisioning.render import validate_manifest
+from gpupaas.service_instances.podspec import (
     build_objects,
     build_service,
     build_workload,
     build_workspace_volume,
     service_name,
 )
-from gpupaas.gpuservice.spec import Port, ServiceSpec
-from gpupaas.provisioning.plan import GPU_RESOURCE_NAMES
-from gpupaas.provisioning.render import validate_manifest
 
 SERVICE_ID = "5d0c7f7e-0000-4000-8000-00000000000a"
 COMPUTE_ID = "3f1c2a9e-0000-4000-8000-000000000001"

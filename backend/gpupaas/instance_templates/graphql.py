@@ -1,4 +1,4 @@
-"""GraphQL for instance templates. Thin: every rule lives in `gpuservice.service`."""
+"""GraphQL for instance templates. Thin: every rule lives in `instance_templates.service`."""
 
 from __future__ import annotations
 
@@ -8,9 +8,6 @@ import strawberry
 
 from gpupaas.accounts.graphql import ProjectType
 from gpupaas.core.gpus import Vendor
-from gpupaas.gpuservice import service
-from gpupaas.gpuservice.models import ImagePullPolicy, InstanceTemplate, Protocol
-from gpupaas.gpuservice.spec import Port
 from gpupaas.graphql.common import (
     DeletePayload,
     KeyValue,
@@ -21,6 +18,9 @@ from gpupaas.graphql.common import (
     pairs_in,
 )
 from gpupaas.graphql.context import Info
+from gpupaas.instance_templates import service
+from gpupaas.instance_templates.models import ImagePullPolicy, InstanceTemplate, Protocol
+from gpupaas.instance_templates.spec import Port
 
 ImagePullPolicyEnum = strawberry.enum(ImagePullPolicy, name="ImagePullPolicy")
 ProtocolEnum = strawberry.enum(Protocol, name="Protocol")

@@ -4,7 +4,7 @@ Global templates (the API's `project: null`, stored in the system project) are w
 admins only; a project's templates by that project's ADMINs. Every signed-in user reads the global
 ones, a project's members read its own; another project's template is reported as not existing.
 
-The spec itself is checked by `gpuservice.spec.check_spec` (which also reports unknown
+The spec itself is checked by `instance_templates.spec.check_spec` (which also reports unknown
 `{{generated_*}}` placeholders); its paths are the API's field names, prefixed here with "input".
 
 Built-in templates are global and synced at start-up: missing ones are inserted, existing ones
@@ -30,9 +30,9 @@ from gpupaas.core.errors import Collector, ErrorCode, Forbidden, NotFound, UserE
 from gpupaas.core.gpus import Vendor
 from gpupaas.core.ids import parse_id
 from gpupaas.core.search import matching
-from gpupaas.gpuservice.builtins import BUILTIN_INSTANCE_TEMPLATES
-from gpupaas.gpuservice.models import ImagePullPolicy, InstanceTemplate
-from gpupaas.gpuservice.spec import Port, ServiceSpec, check_spec
+from gpupaas.instance_templates.builtins import BUILTIN_INSTANCE_TEMPLATES
+from gpupaas.instance_templates.models import ImagePullPolicy, InstanceTemplate
+from gpupaas.instance_templates.spec import Port, ServiceSpec, check_spec
 
 __all__ = [
     "TemplateIn",

@@ -17,10 +17,8 @@ from tortoise import fields
 from tortoise.models import Model
 
 from gpupaas.accounts.models import Project
-from gpupaas.compute.models import ComputeInstance
 from gpupaas.core.gpus import Vendor
-from gpupaas.gpuservice.spec import ServiceSpec, spec_from_json, spec_to_json
-from gpupaas.gpuservice.states import ServiceStatus
+from gpupaas.instance_templates.spec import ServiceSpec, spec_from_json, spec_to_json
 
 
 class ImagePullPolicy(str, Enum):
@@ -87,50 +85,3 @@ class InstanceTemplate(Model):
         self.mount_path = data["mountPath"]
         self.ports = data["ports"]
         self.env = data["env"]
-
-
-class ServiceInstance(Model):
-    """A container run from an instance template inside a compute instance (GPUStack's "GPU service
-    instance"). `spec` is its own copy of the template's spec (with the caller's changes), with the
-    `{{generated_*}}` placeholders left in; their values, generated once at creation, are kept
-    encrypted in `generated` and filled in where the spec is used (the plan, the connect links)."""
-
-    id = fields.UUIDField(primary_key=True)
-    project: fields.ForeignKeyRelation[Project] = fields.ForeignKeyField(
-        "gpupaas.Project", related_name="service_instances", on_delete=fields.CASCADE
-    )
-    # A compute instance with service instances cannot be destroyed or deleted (compute/service.py).
-    compute_instance: fields.ForeignKeyRelation[ComputeInstance] = fields.ForeignKeyField(
-        "gpupaas.ComputeInstance", related_name="services", on_delete=fields.CASCADE
-    )
-    # SET_NULL: the instance keeps its copy of the spec when its template is deleted.
-    template: fields.ForeignKeyNullableRelation[InstanceTemplate] = fields.ForeignKeyField(
-        "gpupaas.InstanceTemplate", related_name="service_instances", null=True, on_delete=fields.SET_NULL
-    )
-    template_name = fields.CharField(max_length=63)
-    name = fields.CharField(max_length=63)
-    display_name = fields.CharField(max_length=128)
-    spec: fields.JSONField[dict[str, Any]] = fields.JSONField(default=dict)
-    # Fernet (core.crypto) of the JSON object {placeholder name: value}.
-    generated = fields.TextField(default="")
-    gpu_count = fields.IntField(default=0)
-    status = fields.CharEnumField(ServiceStatus, max_length=16, default=ServiceStatus.PENDING)
-    status_message: str | None = fields.TextField(null=True)
-    # The Service's node port of each port, by port name, as the cluster assigned them.
-    node_ports: fields.JSONField[dict[str, int]] = fields.JSONField(default=dict)
-    # FAILED because its pod failed on the cluster (drift) rather than because a run failed: it
-    # turns back to RUNNING by itself when the pod recovers.
-    drifted = fields.BooleanField(default=False)
-    # Bumped by every status change: events carry it, writers use it as an optimistic lock.
-    version = fields.IntField(default=1)
-    created_at = fields.DatetimeField(auto_now_add=True)
-    updated_at = fields.DatetimeField(auto_now=True)
-
-    class Meta:
-        table = "service_instances"
-        # Its objects are named after it in the compute instance's namespace.
-        unique_together = (("compute_instance", "name"),)
-        indexes = (("project_id", "created_at"),)
-
-    def spec_model(self) -> ServiceSpec:
-        return spec_from_json(self.spec)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpupaas.gpuservice.spec import Port, ServiceSpec
+from gpupaas.instance_templates.spec import Port, ServiceSpec
 
 __all__ = ["BUILTIN_INSTANCE_TEMPLATES", "BuiltinInstanceTemplate", "builtin_instance_template"]
 

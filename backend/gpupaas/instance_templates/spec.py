@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from gpupaas.core import validation
-from gpupaas.gpuservice import placeholders
+from gpupaas.instance_templates import placeholders
 
 __all__ = [
     "MAX_ACCESS_PARAMS",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpupaas.gpuservice.connect import ConnectLink, access_address_problem, connect_links
-from gpupaas.gpuservice.spec import Port, ServiceSpec
+from gpupaas.instance_templates.spec import Port, ServiceSpec
+from gpupaas.service_instances.connect import ConnectLink, access_address_problem, connect_links
 
 
 def spec_with(*ports: Port) -> ServiceSpec:

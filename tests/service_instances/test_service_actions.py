@@ -14,9 +14,10 @@ from gpupaas.compute.models import ComputeInstance, DeploymentRun
 from gpupaas.compute.states import DeploymentStatus, RunAction
 from gpupaas.core.actor import Role
 from gpupaas.core.gpus import Vendor
-from gpupaas.gpuservice.models import InstanceTemplate, ServiceInstance
-from gpupaas.gpuservice.spec import spec_to_json
-from gpupaas.gpuservice.states import ServiceStatus
+from gpupaas.instance_templates.models import InstanceTemplate
+from gpupaas.instance_templates.spec import spec_to_json
+from gpupaas.service_instances.models import ServiceInstance
+from gpupaas.service_instances.states import ServiceStatus
 from tests.conftest import GraphQLClient
 from tests.factories import make_instance, make_profile, make_project, make_user
 

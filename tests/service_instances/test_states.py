@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gpupaas.compute.states import RunAction
-from gpupaas.gpuservice import states
-from gpupaas.gpuservice.states import Request, ServiceStatus
+from gpupaas.service_instances import states
+from gpupaas.service_instances.states import Request, ServiceStatus
 
 S = ServiceStatus
 ALLOWED = {

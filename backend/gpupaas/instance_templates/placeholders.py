@@ -31,7 +31,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gpupaas.gpuservice.spec import ServiceSpec
+    from gpupaas.instance_templates.spec import ServiceSpec
 
 __all__ = [
     "KNOWN_PLACEHOLDERS",

@@ -1,7 +1,7 @@
 """The plan of one GPU service instance's run, built by a pure function, as compute instances' plans
 are: a redelivered command builds the same plan, and the drivers need nothing else.
 
-The objects (gpuservice.podspec) go into the compute instance's namespace and are found by the
+The objects (service_instances.podspec) go into the compute instance's namespace and are found by the
 service's own label (`owner_label` gpupaas.io/service), so that applying, watching and deleting
 them never touches the compute instance's objects or another service's. `within` names the
 compute instance: a driver admits no capacity for the service, only its compute instance's quota.
@@ -27,11 +27,11 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
-from gpupaas.gpuservice.podspec import DEFAULT_WORKSPACE_SIZE, build_objects
-from gpupaas.gpuservice.spec import ServiceSpec
+from gpupaas.instance_templates.spec import ServiceSpec
 from gpupaas.provisioning import render
 from gpupaas.provisioning.inputs import parse_quantity
 from gpupaas.provisioning.plan import GPU_RESOURCE_NAMES, SERVICE_LABEL, Plan, namespace_for
+from gpupaas.service_instances.podspec import DEFAULT_WORKSPACE_SIZE, build_objects
 
 __all__ = ["NODE_PORT_OUTPUT", "build_service_plan", "node_ports_of", "service_resources"]
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gpupaas.gpuservice.spec import Port, ServiceSpec, check_spec, spec_from_json, spec_to_json
+from gpupaas.instance_templates.spec import Port, ServiceSpec, check_spec, spec_from_json, spec_to_json
 
 BASE = ServiceSpec(vendor="NVIDIA", image="nvcr.io/nvidia/pytorch:25.01-py3")
 

@@ -6,17 +6,17 @@ import uuid
 
 import pytest
 
-from gpupaas.gpuservice.builtins import BUILTIN_INSTANCE_TEMPLATES
-from gpupaas.gpuservice.placeholders import resolve
-from gpupaas.gpuservice.plan import (
+from gpupaas.instance_templates.builtins import BUILTIN_INSTANCE_TEMPLATES
+from gpupaas.instance_templates.placeholders import resolve
+from gpupaas.provisioning import render
+from gpupaas.provisioning.plan import COMPUTE_INSTANCE_LABEL, INSTANCE_LABEL, SERVICE_LABEL, namespace_for
+from gpupaas.service_instances.plan import (
     build_service_plan,
     node_ports_of,
     service_resources,
     simulated_annotations,
 )
-from gpupaas.gpuservice.podspec import RESTART_ANNOTATION
-from gpupaas.provisioning import render
-from gpupaas.provisioning.plan import COMPUTE_INSTANCE_LABEL, INSTANCE_LABEL, SERVICE_LABEL, namespace_for
+from gpupaas.service_instances.podspec import RESTART_ANNOTATION
 
 SERVICE, COMPUTE = str(uuid.uuid4()), str(uuid.uuid4())
 RESOURCES = {"cpu": "8", "memory": "64Gi", "storage": "200Gi", "gpuCount": 2, "gpuVendor": "NVIDIA"}

@@ -8,8 +8,8 @@ import pytest
 
 from gpupaas.bootstrap import seed
 from gpupaas.core.actor import Role
-from gpupaas.gpuservice.builtins import BUILTIN_INSTANCE_TEMPLATES
-from gpupaas.gpuservice.models import InstanceTemplate
+from gpupaas.instance_templates.builtins import BUILTIN_INSTANCE_TEMPLATES
+from gpupaas.instance_templates.models import InstanceTemplate
 from tests.conftest import GraphQLClient
 from tests.factories import Person, make_project, make_user
 

@@ -5,17 +5,22 @@ from __future__ import annotations
 import pytest
 
 from gpupaas.core import validation
-from gpupaas.gpuservice.builtins import (
+from gpupaas.instance_templates.builtins import (
     BUILTIN_INSTANCE_TEMPLATES,
     BuiltinInstanceTemplate,
     builtin_instance_template,
 )
-from gpupaas.gpuservice.connect import ConnectLink, connect_links
-from gpupaas.gpuservice.placeholders import find_placeholders, generate_values, resolve, unknown_placeholders
-from gpupaas.gpuservice.podspec import build_objects
-from gpupaas.gpuservice.spec import check_spec, spec_from_json, spec_to_json
+from gpupaas.instance_templates.placeholders import (
+    find_placeholders,
+    generate_values,
+    resolve,
+    unknown_placeholders,
+)
+from gpupaas.instance_templates.spec import check_spec, spec_from_json, spec_to_json
 from gpupaas.provisioning.plan import GPU_RESOURCE_NAMES
 from gpupaas.provisioning.render import validate_manifest
+from gpupaas.service_instances.connect import ConnectLink, connect_links
+from gpupaas.service_instances.podspec import build_objects
 
 NAMES = ["jupyterlab-pytorch", "pytorch", "pytorch-rocm", "vllm-openai", "ubuntu"]
 

@@ -1,5 +1,5 @@
 """GraphQL for GPU service instances: queries, mutations, the status subscription and
-`ComputeInstance.services`. Thin: every rule lives in `gpuservice.instances`."""
+`ComputeInstance.services`. Thin: every rule lives in `service_instances.service`."""
 
 from __future__ import annotations
 
@@ -13,10 +13,6 @@ import strawberry
 
 from gpupaas.accounts.graphql import ProjectType
 from gpupaas.core.errors import NotAuthenticated, NotFound
-from gpupaas.gpuservice import instances
-from gpupaas.gpuservice.graphql import ContainerPort, ContainerPortInput, InstanceTemplateType
-from gpupaas.gpuservice.models import ImagePullPolicy, Protocol, ServiceInstance
-from gpupaas.gpuservice.states import Request, ServiceStatus
 from gpupaas.graphql.common import (
     DeletePayload,
     KeyValue,
@@ -31,6 +27,11 @@ from gpupaas.graphql.common import (
 )
 from gpupaas.graphql.context import Info
 from gpupaas.graphql.follow import follow_events
+from gpupaas.instance_templates.graphql import ContainerPort, ContainerPortInput, InstanceTemplateType
+from gpupaas.instance_templates.models import ImagePullPolicy, Protocol
+from gpupaas.service_instances import service as instances
+from gpupaas.service_instances.models import ServiceInstance
+from gpupaas.service_instances.states import Request, ServiceStatus
 
 if TYPE_CHECKING:
     from gpupaas.compute.graphql import ComputeInstanceType

@@ -22,10 +22,10 @@ from urllib.parse import parse_qsl, urlsplit
 
 from gpupaas.clusters.models import Cluster, ClusterDriver
 from gpupaas.core import crypto
-from gpupaas.gpuservice.connect import is_web_port
-from gpupaas.gpuservice.instances import resolved_spec
-from gpupaas.gpuservice.models import ServiceInstance
-from gpupaas.gpuservice.states import ServiceStatus
+from gpupaas.service_instances.connect import is_web_port
+from gpupaas.service_instances.models import ServiceInstance
+from gpupaas.service_instances.service import resolved_spec
+from gpupaas.service_instances.states import ServiceStatus
 
 __all__ = ["Endpoint", "SimulatedEndpoints", "wanted_endpoints"]
 

@@ -10,10 +10,11 @@ from gpupaas.bootstrap import seed
 from gpupaas.clusters.models import Cluster, ClusterDriver
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.compute.states import DeploymentStatus
-from gpupaas.gpuservice import instances
-from gpupaas.gpuservice.endpoints import Endpoint, SimulatedEndpoints, wanted_endpoints
-from gpupaas.gpuservice.models import InstanceTemplate, ServiceInstance
-from gpupaas.gpuservice.states import ServiceStatus
+from gpupaas.instance_templates.models import InstanceTemplate
+from gpupaas.service_instances import service as instances
+from gpupaas.service_instances.endpoints import Endpoint, SimulatedEndpoints, wanted_endpoints
+from gpupaas.service_instances.models import ServiceInstance
+from gpupaas.service_instances.states import ServiceStatus
 from tests.factories import make_instance, make_profile, make_project, platform_actor
 
 KEY = "k" * 64
