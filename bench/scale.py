@@ -5,7 +5,7 @@ On a PostgreSQL server (--postgres, 127.0.0.1 only) it creates a scratch databas
 gpupaas_scale_<random>, runs the app's migrations on it, and seeds through the service layer the
 built-in templates, a platform admin and its API token, P projects (--projects, default 100), one
 prototype compute profile and one prototype instance (so that every column, the snapshot above all,
-is what the app writes: compute.service.take_snapshot). Everything else is copied from those
+is what the app writes: compute.snapshot.take_snapshot). Everything else is copied from those
 prototypes with COPY (asyncpg copy_records_to_table), with the varying columns changed: 1,000
 compute profiles (--profiles) spread over the projects, 1 in 20 shared with all projects and 1 in
 10 with the next project; and the instances, whose names and display names come from a word list

@@ -8,10 +8,11 @@ from typing import Any
 
 from gpupaas.accounts.sharing import SharingMode
 from gpupaas.catalog import service as catalog
-from gpupaas.compute.models import ComputeInstance, DeploymentRun
+from gpupaas.compute.models import ComputeInstance
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core.actor import Role
 from gpupaas.events.models import OutboxMessage
+from gpupaas.runs.models import DeploymentRun
 from tests.conftest import Database, GraphQLClient
 from tests.factories import (
     make_instance,
@@ -401,21 +402,22 @@ async def test_launch_refuses_what_the_next_deploy_could_not_render(db: Database
 async def test_drift_fails_a_deployed_instance_and_recovery_restores_it(
     db: Database, gql: GraphQLClient
 ) -> None:
-    from gpupaas.compute import service as compute
+    from gpupaas.compute.run_kind import COMPUTE
+    from gpupaas.runs import lifecycle as runs
 
     alice, project, profile = await _world()
     instance = await make_instance(project, profile)
     # nothing happens to an instance that is not deployed
-    assert not await compute.report_drift(str(instance.id), True, "pod nb-0: OOMKilled")
+    assert not await runs.report_drift(COMPUTE, str(instance.id), True, "pod nb-0: OOMKilled")
     await ComputeInstance.filter(id=instance.id).update(status=DeploymentStatus.SUCCESS)
-    assert await compute.report_drift(str(instance.id), True, "pod nb-0: OOMKilled")
+    assert await runs.report_drift(COMPUTE, str(instance.id), True, "pod nb-0: OOMKilled")
     failed = (await gql.data(ONE, {"id": str(instance.id)}, token=alice.token))["computeInstance"]
     assert failed["status"] == "FAILED" and failed["statusMessage"] == "drift: pod nb-0: OOMKilled"
-    assert await compute.report_drift(str(instance.id), False, None)
+    assert await runs.report_drift(COMPUTE, str(instance.id), False, None)
     assert (await ComputeInstance.get(id=instance.id)).status == DeploymentStatus.SUCCESS
     # a run that failed (not drift) is not turned SUCCESS by a healthy pod
     await ComputeInstance.filter(id=instance.id).update(status=DeploymentStatus.FAILED, drifted=False)
-    assert not await compute.report_drift(str(instance.id), False, None)
+    assert not await runs.report_drift(COMPUTE, str(instance.id), False, None)
     assert (await ComputeInstance.get(id=instance.id)).status == DeploymentStatus.FAILED
 
 

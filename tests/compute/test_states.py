@@ -6,7 +6,8 @@ import pytest
 
 from gpupaas.compute import states
 from gpupaas.compute.states import DeploymentStatus as S
-from gpupaas.compute.states import Request, RunAction
+from gpupaas.compute.states import Request
+from gpupaas.runs.states import RunAction
 
 ALLOWED = {
     Request.DEPLOY: {S.NOT_DEPLOYED, S.SUCCESS, S.FAILED},

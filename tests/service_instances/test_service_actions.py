@@ -10,12 +10,14 @@ import pytest
 
 from gpupaas.bootstrap import seed
 from gpupaas.catalog import service as catalog
-from gpupaas.compute.models import ComputeInstance, DeploymentRun
-from gpupaas.compute.states import DeploymentStatus, RunAction
+from gpupaas.compute.models import ComputeInstance
+from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core.actor import Role
 from gpupaas.core.gpus import Vendor
 from gpupaas.instance_templates.models import InstanceTemplate
 from gpupaas.instance_templates.spec import spec_to_json
+from gpupaas.runs.models import DeploymentRun
+from gpupaas.runs.states import RunAction
 from gpupaas.service_instances.models import ServiceInstance
 from gpupaas.service_instances.states import ServiceStatus
 from tests.conftest import GraphQLClient

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpupaas.compute.states import RunAction
+from gpupaas.runs.states import RunAction
 from gpupaas.service_instances import states
 from gpupaas.service_instances.states import Request, ServiceStatus
 

@@ -17,12 +17,13 @@ from typing import Any
 
 import pytest
 
-from gpupaas.compute.models import DeploymentRun
-from gpupaas.compute.states import DeploymentStatus, RunStatus
+from gpupaas.compute.states import DeploymentStatus
 from gpupaas.events.models import OutboxMessage
 from gpupaas.provisioning.drivers.simulated import SimulatedDriver
 from gpupaas.provisioning.inventory import DEFAULT_INVENTORY
 from gpupaas.provisioning.models import SimulatedAllocation
+from gpupaas.runs.models import DeploymentRun
+from gpupaas.runs.states import RunStatus
 from gpupaas.runtime import Runtime
 from gpupaas.settings import Settings
 from tests import ws

@@ -15,10 +15,10 @@ from gpupaas.catalog import service as catalog
 from gpupaas.clusters import service as clusters
 from gpupaas.clusters.models import ClusterStatus
 from gpupaas.compute import service as compute
-from gpupaas.compute.models import DeploymentRun
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core.gpus import Vendor
 from gpupaas.provisioning.plan import namespace_for
+from gpupaas.runs.models import DeploymentRun
 from gpupaas.runtime import Runtime
 from gpupaas.settings import Settings
 from tests.factories import make_instance, make_profile, make_project, make_template, make_user, make_version

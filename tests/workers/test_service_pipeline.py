@@ -11,11 +11,12 @@ import httpx
 import pytest
 
 from gpupaas.bootstrap import seed
-from gpupaas.compute.models import DeploymentRun
-from gpupaas.compute.states import DeploymentStatus, RunStatus
+from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core.actor import Role
 from gpupaas.instance_templates.models import InstanceTemplate
 from gpupaas.provisioning.models import SimulatedAllocation
+from gpupaas.runs.models import DeploymentRun
+from gpupaas.runs.states import RunStatus
 from gpupaas.service_instances.models import ServiceInstance
 from gpupaas.service_instances.states import ServiceStatus
 from tests import ws

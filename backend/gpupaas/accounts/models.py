@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from tortoise import fields
 from tortoise.models import Model
 
@@ -38,9 +40,11 @@ class Membership(Model):
     user: fields.ForeignKeyRelation[User] = fields.ForeignKeyField(
         "gpupaas.User", related_name="memberships", on_delete=fields.CASCADE
     )
+    user_id: uuid.UUID
     project: fields.ForeignKeyRelation[Project] = fields.ForeignKeyField(
         "gpupaas.Project", related_name="memberships", on_delete=fields.CASCADE
     )
+    project_id: uuid.UUID
     role = fields.CharEnumField(Role, max_length=16)
     created_at = fields.DatetimeField(auto_now_add=True)
 
@@ -54,6 +58,7 @@ class ApiToken(Model):
     user: fields.ForeignKeyRelation[User] = fields.ForeignKeyField(
         "gpupaas.User", related_name="api_tokens", on_delete=fields.CASCADE
     )
+    user_id: uuid.UUID
     name = fields.CharField(max_length=128)
     # sha256 of the secret: the secret has 256 bits of entropy, so a slow hash adds nothing.
     token_hash = fields.CharField(max_length=64, unique=True)
@@ -71,6 +76,7 @@ class Session(Model):
     user: fields.ForeignKeyRelation[User] = fields.ForeignKeyField(
         "gpupaas.User", related_name="sessions", on_delete=fields.CASCADE
     )
+    user_id: uuid.UUID
     token_hash = fields.CharField(max_length=64, unique=True)
     created_at = fields.DatetimeField(auto_now_add=True)
     expires_at = fields.DatetimeField()

@@ -165,9 +165,9 @@ class EnvironmentTemplateVersionType:
 
     @strawberry.field
     async def resources(self, info: Info) -> str | None:
-        template = await info.context.loaders.template.load(self._model.template_id)  # type: ignore[attr-defined]
+        template = await info.context.loaders.template.load(self._model.template_id)
         assert template is not None
-        owner = await info.context.loaders.project.load(template.project_id)  # type: ignore[attr-defined]
+        owner = await info.context.loaders.project.load(template.project_id)
         assert owner is not None
         if not service.can_see_internals(info.context.actor, template, owner):
             return None
@@ -182,7 +182,7 @@ class EnvironmentTemplateVersionType:
 
     @strawberry.field
     async def template(self, info: Info) -> EnvironmentTemplateType:
-        template = await info.context.loaders.template.load(self._model.template_id)  # type: ignore[attr-defined]
+        template = await info.context.loaders.template.load(self._model.template_id)
         assert template is not None
         return EnvironmentTemplateType.of(template)
 
@@ -215,7 +215,7 @@ class EnvironmentTemplateType:
 
     @strawberry.field
     async def project(self, info: Info) -> ProjectType:
-        return await _project(info, self._model.project_id)  # type: ignore[attr-defined]
+        return await _project(info, self._model.project_id)
 
     @strawberry.field(description="Newest first.")
     async def versions(self, info: Info) -> list[EnvironmentTemplateVersionType]:
@@ -378,7 +378,7 @@ class ComputeProfileType:
 
     @strawberry.field
     async def project(self, info: Info) -> ProjectType:
-        return await _project(info, self._model.project_id)  # type: ignore[attr-defined]
+        return await _project(info, self._model.project_id)
 
     @strawberry.field(description="Where its instances go; null: the default cluster.")
     async def cluster(
@@ -386,7 +386,7 @@ class ComputeProfileType:
     ) -> Annotated[ClusterType, strawberry.lazy("gpupaas.clusters.graphql")] | None:
         from gpupaas.clusters.graphql import ClusterType as Type
 
-        cluster_id = self._model.cluster_id  # type: ignore[attr-defined]
+        cluster_id = self._model.cluster_id
         if cluster_id is None:
             return None
         cluster = await info.context.loaders.cluster.load(cluster_id)
@@ -420,7 +420,7 @@ class ComputeProfileType:
         return _later(self._load_sharing(info))
 
     async def _version(self, info: Info) -> EnvironmentTemplateVersion:
-        version = await info.context.loaders.version.load(self._model.template_version_id)  # type: ignore[attr-defined]
+        version = await info.context.loaders.version.load(self._model.template_version_id)
         assert version is not None
         return version
 
@@ -432,13 +432,13 @@ class ComputeProfileType:
 
     async def _load_template(self, info: Info) -> EnvironmentTemplateType:
         version = await self._version(info)
-        template = await info.context.loaders.template.load(version.template_id)  # type: ignore[attr-defined]
+        template = await info.context.loaders.template.load(version.template_id)
         assert template is not None
         return EnvironmentTemplateType.of(template)
 
     async def _load_sharing(self, info: Info) -> SharingType:
         shared = await info.context.loaders.shares_of_profile.load(self._model.id)
-        visible = sharing.visible_targets(info.context.actor, self._model.project_id, shared)  # type: ignore[attr-defined]
+        visible = sharing.visible_targets(info.context.actor, self._model.project_id, shared)
         projects = [p for p in await info.context.loaders.project.load_many(visible) if p is not None]
         return SharingType(
             mode=self._model.sharing_mode,
@@ -532,7 +532,7 @@ class _Listing:
         if template is None:
             template = self.templates[listed.template.id] = EnvironmentTemplateType.of(listed.template)
         by_id = {p.id: p for p in listed.shared_with}
-        visible = sharing.visible_targets(self.actor, profile.project_id, list(by_id))  # type: ignore[attr-defined]
+        visible = sharing.visible_targets(self.actor, profile.project_id, list(by_id))
         projects = sorted((by_id[pid] for pid in visible), key=_by_name)
         return ComputeProfileType.of(
             profile,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from enum import Enum
 from typing import Any
 
@@ -30,6 +31,7 @@ class EnvironmentTemplate(Model):
     project: fields.ForeignKeyRelation[Project] = fields.ForeignKeyField(
         "gpupaas.Project", related_name="environment_templates", on_delete=fields.CASCADE
     )
+    project_id: uuid.UUID
     name = fields.CharField(max_length=63)
     display_name = fields.CharField(max_length=128)
     description: str | None = fields.TextField(null=True)
@@ -49,6 +51,7 @@ class EnvironmentTemplateVersion(Model):
     template: fields.ForeignKeyRelation[EnvironmentTemplate] = fields.ForeignKeyField(
         "gpupaas.EnvironmentTemplate", related_name="versions", on_delete=fields.CASCADE
     )
+    template_id: uuid.UUID
     version = fields.CharField(max_length=63)
     state = fields.CharEnumField(VersionState, max_length=16, default=VersionState.DRAFT)
     resources = fields.TextField()
@@ -67,6 +70,7 @@ class ComputeProfile(Model):
     project: fields.ForeignKeyRelation[Project] = fields.ForeignKeyField(
         "gpupaas.Project", related_name="compute_profiles", on_delete=fields.CASCADE
     )
+    project_id: uuid.UUID
     name = fields.CharField(max_length=63)
     display_name = fields.CharField(max_length=128)
     description: str | None = fields.TextField(null=True)
@@ -75,11 +79,13 @@ class ComputeProfile(Model):
     template_version: fields.ForeignKeyRelation[EnvironmentTemplateVersion] = fields.ForeignKeyField(
         "gpupaas.EnvironmentTemplateVersion", related_name="profiles", on_delete=fields.RESTRICT
     )
+    template_version_id: uuid.UUID
     # Where its instances go; None: the default cluster at launch time. RESTRICT: a cluster in use
     # cannot be deleted (the service says so first).
     cluster: fields.ForeignKeyNullableRelation[Cluster] = fields.ForeignKeyField(
         "gpupaas.Cluster", related_name="profiles", null=True, on_delete=fields.RESTRICT
     )
+    cluster_id: uuid.UUID | None
     cpu = fields.CharField(max_length=32)
     memory = fields.CharField(max_length=32)
     storage = fields.CharField(max_length=32)
@@ -113,9 +119,11 @@ class ComputeProfileShare(Model):
     profile: fields.ForeignKeyRelation[ComputeProfile] = fields.ForeignKeyField(
         "gpupaas.ComputeProfile", related_name="shares", on_delete=fields.CASCADE
     )
+    profile_id: uuid.UUID
     project: fields.ForeignKeyRelation[Project] = fields.ForeignKeyField(
         "gpupaas.Project", related_name="shared_profiles", on_delete=fields.CASCADE
     )
+    project_id: uuid.UUID
 
     class Meta:
         table = "compute_profile_shares"

@@ -739,7 +739,7 @@ async def update_profile(actor: Actor, profile_id: str, data: ProfileIn) -> Comp
         problems.add(
             ("input", "name"), "the unique name of a compute profile cannot change", ErrorCode.IMMUTABLE
         )
-    version = await EnvironmentTemplateVersion.get(id=profile.template_version_id)  # type: ignore[attr-defined]
+    version = await EnvironmentTemplateVersion.get(id=profile.template_version_id)
     if data.template_version_id is not None and parse_id(data.template_version_id) != version.id:
         new_version = await _pinnable_version(
             actor, profile.project, data.template_version_id, must_be_active=True

@@ -22,9 +22,9 @@ from gpupaas.accounts.service import project_by_name
 from gpupaas.catalog.graphql import ComputeProfileType, ComputeResources, SharingInput, SharingType
 from gpupaas.catalog.models import AllocationType
 from gpupaas.clusters.graphql import ClusterType
-from gpupaas.compute import service
-from gpupaas.compute.models import ComputeInstance, DeploymentRun
-from gpupaas.compute.states import DeploymentStatus, RunAction, RunStatus
+from gpupaas.compute import service, snapshot
+from gpupaas.compute.models import ComputeInstance
+from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core.errors import NotAuthenticated, NotFound
 from gpupaas.core.gpus import Vendor
 from gpupaas.events.broadcast import Overflow, StatusEvent
@@ -44,6 +44,8 @@ from gpupaas.graphql.common import (
 from gpupaas.graphql.context import Info
 from gpupaas.graphql.dataloaders import Loaders
 from gpupaas.graphql.follow import follow_events
+from gpupaas.runs.models import DeploymentRun
+from gpupaas.runs.states import RunAction, RunStatus
 
 if TYPE_CHECKING:
     from gpupaas.service_instances.graphql import ServiceInstanceType
@@ -117,28 +119,28 @@ class ComputeInstanceType:
 
     @strawberry.field
     async def project(self, info: Info) -> ProjectType:
-        project = await info.context.loaders.project.load(self._model.project_id)  # type: ignore[attr-defined]
+        project = await info.context.loaders.project.load(self._model.project_id)
         assert project is not None
         return ProjectType.of(project)
 
     # Computed when asked for only: a status event's subscribers mostly are not.
     @strawberry.field(description="Effective input values; sensitive ones masked.")
     def inputs(self) -> list[KeyValue]:
-        return key_values(service.masked_inputs(self._model))
+        return key_values(snapshot.masked_inputs(self._model))
 
     @strawberry.field(description="Visible outputs, once deployed.")
     def outputs(self) -> list[KeyValue]:
-        return key_values(service.visible_outputs(self._model))
+        return key_values(snapshot.visible_outputs(self._model))
 
     @strawberry.field(description="Null once the profile is deleted or no longer visible.")
     async def profile(self, info: Info) -> ComputeProfileType | None:
-        profile_id = self._model.profile_id  # type: ignore[attr-defined]
+        profile_id = self._model.profile_id
         if profile_id is None:
             return None
         profile = await info.context.loaders.profile.load(profile_id)
         if profile is None:
             return None
-        owner = await info.context.loaders.project.load(profile.project_id)  # type: ignore[attr-defined]
+        owner = await info.context.loaders.project.load(profile.project_id)
         assert owner is not None
 
         async def shared_with_any(project_ids: list[uuid.UUID]) -> bool:
@@ -150,7 +152,7 @@ class ComputeInstanceType:
 
     @strawberry.field(description="The profile changed after this instance took its snapshot of it.")
     async def outdated(self, info: Info) -> bool:
-        profile_id = self._model.profile_id  # type: ignore[attr-defined]
+        profile_id = self._model.profile_id
         if profile_id is None:
             return False
         profile = await info.context.loaders.profile.load(profile_id)
@@ -159,7 +161,7 @@ class ComputeInstanceType:
     @strawberry.field
     async def sharing(self, info: Info) -> SharingType:
         shared = await info.context.loaders.shares_of_instance.load(self._model.id)
-        visible = sharing.visible_targets(info.context.actor, self._model.project_id, shared)  # type: ignore[attr-defined]
+        visible = sharing.visible_targets(info.context.actor, self._model.project_id, shared)
         projects = [p for p in await info.context.loaders.project.load_many(visible) if p is not None]
         return SharingType(
             mode=self._model.sharing_mode,
@@ -180,9 +182,7 @@ class ComputeInstanceType:
 
         rows = await info.context.loaders.services_of_instance.load(self._model.id)
         # Only its own project's members see them (a project it is shared with sees the instance).
-        if not (
-            info.context.actor.is_platform_admin or self._model.project_id in info.context.actor.roles  # type: ignore[attr-defined]
-        ):
+        if not (info.context.actor.is_platform_admin or self._model.project_id in info.context.actor.roles):
             return []
         return [ServiceInstanceType.of(row) for row in rows]
 

@@ -3,6 +3,7 @@ their sharing."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from tortoise import fields
@@ -11,7 +12,8 @@ from tortoise.models import Model
 from gpupaas.accounts.models import Project
 from gpupaas.accounts.sharing import SharingMode
 from gpupaas.catalog.models import ComputeProfile
-from gpupaas.compute.states import DeploymentStatus, RunAction, RunStatus
+from gpupaas.compute.states import DeploymentStatus
+from gpupaas.runs.models import DeploymentRun
 
 
 class ComputeInstance(Model):
@@ -19,10 +21,12 @@ class ComputeInstance(Model):
     project: fields.ForeignKeyRelation[Project] = fields.ForeignKeyField(
         "gpupaas.Project", related_name="compute_instances", on_delete=fields.CASCADE
     )
+    project_id: uuid.UUID
     # SET_NULL: deleting a profile leaves its instances running on their snapshot.
     profile: fields.ForeignKeyNullableRelation[ComputeProfile] = fields.ForeignKeyField(
         "gpupaas.ComputeProfile", related_name="instances", null=True, on_delete=fields.SET_NULL
     )
+    profile_id: uuid.UUID | None
     profile_name = fields.CharField(max_length=63)
     # The profile's revision when the snapshot was taken: a newer one makes the instance outdated.
     profile_revision = fields.IntField()
@@ -59,45 +63,16 @@ class ComputeInstance(Model):
         indexes = (("project_id", "created_at"), ("project_id", "status"), ("sharing_mode",))
 
 
-class DeploymentRun(Model):
-    id = fields.UUIDField(primary_key=True)
-    instance: fields.ForeignKeyRelation[ComputeInstance] = fields.ForeignKeyField(
-        "gpupaas.ComputeInstance", related_name="runs", on_delete=fields.CASCADE
-    )
-    # Set for the runs of a GPU service instance (start, stop, restart, delete) in the instance.
-    service: fields.ForeignKeyNullableRelation[Any] = fields.ForeignKeyField(
-        "gpupaas.ServiceInstance", related_name="runs", null=True, on_delete=fields.CASCADE
-    )
-    action = fields.CharEnumField(RunAction, max_length=16)
-    status = fields.CharEnumField(RunStatus, max_length=16, default=RunStatus.QUEUED)
-    message: str | None = fields.TextField(null=True)
-    # Remove the instance once this destroy run succeeds (deleteComputeInstance of a deployed one).
-    delete_after = fields.BooleanField(default=False)
-    attempts = fields.IntField(default=0)
-    # The objects the run applied ({apiVersion, kind, name, namespace}), in order.
-    applied: fields.JSONField[list[dict[str, Any]]] = fields.JSONField(default=list)
-    # Which worker holds the run, and until when (renewed by heartbeats).
-    lease_owner = fields.CharField(max_length=128, null=True)
-    lease_expires_at = fields.DatetimeField(null=True)
-    # When its command was last queued for publishing: the reaper re-queues stale QUEUED runs.
-    queued_at = fields.DatetimeField(null=True)
-    created_at = fields.DatetimeField(auto_now_add=True)
-    started_at = fields.DatetimeField(null=True)
-    finished_at = fields.DatetimeField(null=True)
-
-    class Meta:
-        table = "deployment_runs"
-        indexes = (("instance_id", "created_at"), ("status", "queued_at"))
-
-
 class ComputeInstanceShare(Model):
     id = fields.UUIDField(primary_key=True)
     instance: fields.ForeignKeyRelation[ComputeInstance] = fields.ForeignKeyField(
         "gpupaas.ComputeInstance", related_name="shares", on_delete=fields.CASCADE
     )
+    instance_id: uuid.UUID
     project: fields.ForeignKeyRelation[Project] = fields.ForeignKeyField(
         "gpupaas.Project", related_name="shared_instances", on_delete=fields.CASCADE
     )
+    project_id: uuid.UUID
 
     class Meta:
         table = "compute_instance_shares"

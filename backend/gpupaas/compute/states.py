@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from enum import Enum
 
+from gpupaas.runs.states import RunAction
+
 
 class DeploymentStatus(str, Enum):
     NOT_DEPLOYED = "NOT_DEPLOYED"
@@ -21,23 +23,6 @@ class DeploymentStatus(str, Enum):
     SUCCESS = "SUCCESS"
     FAILED = "FAILED"
     DESTROYING = "DESTROYING"
-
-
-class RunAction(str, Enum):
-    DEPLOY = "DEPLOY"
-    DESTROY = "DESTROY"
-    # GPU service instances' runs (service_instances/states.py); their delete is a DESTROY.
-    START = "START"
-    STOP = "STOP"
-    RESTART = "RESTART"
-
-
-class RunStatus(str, Enum):
-    QUEUED = "QUEUED"
-    RUNNING = "RUNNING"
-    SUCCEEDED = "SUCCEEDED"
-    FAILED = "FAILED"
-    CANCELED = "CANCELED"
 
 
 class Request(str, Enum):
@@ -50,7 +35,6 @@ class Request(str, Enum):
 
 S = DeploymentStatus
 BUSY = frozenset({S.WAITING, S.IN_PROGRESS, S.DESTROYING})
-FINISHED_RUNS = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELED})
 
 _ALLOWED: dict[Request, frozenset[DeploymentStatus]] = {
     Request.DEPLOY: frozenset({S.NOT_DEPLOYED, S.SUCCESS, S.FAILED}),

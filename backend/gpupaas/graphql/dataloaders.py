@@ -19,8 +19,9 @@ from gpupaas.catalog.models import (
     EnvironmentTemplateVersion,
 )
 from gpupaas.clusters.models import Cluster
-from gpupaas.compute.models import ComputeInstance, ComputeInstanceShare, DeploymentRun
+from gpupaas.compute.models import ComputeInstance, ComputeInstanceShare
 from gpupaas.instance_templates.models import InstanceTemplate
+from gpupaas.runs.models import DeploymentRun
 from gpupaas.service_instances.models import ServiceInstance
 
 M = TypeVar("M", bound=Model)
@@ -39,7 +40,7 @@ async def _versions_of_templates(keys: Sequence[uuid.UUID]) -> list[list[Environ
     grouped: dict[uuid.UUID, list[EnvironmentTemplateVersion]] = defaultdict(list)
     rows = await EnvironmentTemplateVersion.filter(template_id__in=list(keys)).order_by("-created_at", "-id")
     for row in rows:
-        grouped[row.template_id].append(row)  # type: ignore[attr-defined]
+        grouped[row.template_id].append(row)
     return [grouped.get(key, []) for key in keys]
 
 
@@ -56,7 +57,7 @@ async def _runs_of_instances(keys: Sequence[uuid.UUID]) -> list[list[DeploymentR
     for run in await DeploymentRun.filter(instance_id__in=list(keys), service_id=None).order_by(
         "-created_at", "-id"
     ):
-        grouped[run.instance_id].append(run)  # type: ignore[attr-defined]
+        grouped[run.instance_id].append(run)
     return [grouped.get(key, []) for key in keys]
 
 
@@ -64,7 +65,7 @@ async def _services_of_instances(keys: Sequence[uuid.UUID]) -> list[list[Service
     grouped: dict[uuid.UUID, list[ServiceInstance]] = defaultdict(list)
     rows = await ServiceInstance.filter(compute_instance_id__in=list(keys)).order_by("-created_at", "-id")
     for row in rows:
-        grouped[row.compute_instance_id].append(row)  # type: ignore[attr-defined]
+        grouped[row.compute_instance_id].append(row)
     return [grouped.get(key, []) for key in keys]
 
 

@@ -78,7 +78,7 @@ class InstanceTemplateType:
 
     @strawberry.field(description="Null: a global template, written by platform admins only.")
     async def project(self, info: Info) -> ProjectType | None:
-        owner = await info.context.loaders.project.load(self._model.project_id)  # type: ignore[attr-defined]
+        owner = await info.context.loaders.project.load(self._model.project_id)
         assert owner is not None  # a foreign key: the row exists
         return None if service.is_global(owner) else ProjectType.of(owner)
 

@@ -10,6 +10,7 @@ The spec fields are stored in the API's shape (`spec.spec_to_json`): ports as
 
 from __future__ import annotations
 
+import uuid
 from enum import Enum
 from typing import Any
 
@@ -39,6 +40,7 @@ class InstanceTemplate(Model):
     project: fields.ForeignKeyRelation[Project] = fields.ForeignKeyField(
         "gpupaas.Project", related_name="instance_templates", on_delete=fields.CASCADE
     )
+    project_id: uuid.UUID
     name = fields.CharField(max_length=63)
     display_name = fields.CharField(max_length=128)
     description: str | None = fields.TextField(null=True)

@@ -2,7 +2,8 @@ from tortoise import migrations
 from tortoise.migrations import operations as ops
 import functools
 from gpupaas.accounts.sharing import SharingMode
-from gpupaas.compute.states import DeploymentStatus, RunAction, RunStatus
+from gpupaas.compute.states import DeploymentStatus
+from gpupaas.runs.states import RunAction, RunStatus
 from json import dumps, loads
 from tortoise.fields.base import OnDelete
 from uuid import uuid4

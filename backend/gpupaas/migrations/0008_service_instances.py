@@ -1,7 +1,7 @@
 from tortoise import migrations
 from tortoise.migrations import operations as ops
 import functools
-from gpupaas.compute.states import RunAction
+from gpupaas.runs.states import RunAction
 from gpupaas.service_instances.states import ServiceStatus
 from json import dumps, loads
 from tortoise.fields.base import OnDelete

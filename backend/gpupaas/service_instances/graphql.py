@@ -87,13 +87,13 @@ class ServiceInstanceType:
 
     @strawberry.field
     async def project(self, info: Info) -> ProjectType:
-        project = await info.context.loaders.project.load(self._model.project_id)  # type: ignore[attr-defined]
+        project = await info.context.loaders.project.load(self._model.project_id)
         assert project is not None
         return ProjectType.of(project)
 
     @strawberry.field(description="Null once the template is deleted (the instance keeps its copy).")
     async def template(self, info: Info) -> InstanceTemplateType | None:
-        template_id = self._model.template_id  # type: ignore[attr-defined]
+        template_id = self._model.template_id
         template = await info.context.loaders.instance_template.load(template_id) if template_id else None
         return InstanceTemplateType.of(template) if template else None
 
@@ -107,7 +107,7 @@ class ServiceInstanceType:
     ) -> Annotated[ComputeInstanceType, strawberry.lazy("gpupaas.compute.graphql")]:
         from gpupaas.compute.graphql import ComputeInstanceType
 
-        instance = await info.context.loaders.compute_instance.load(self._model.compute_instance_id)  # type: ignore[attr-defined]
+        instance = await info.context.loaders.compute_instance.load(self._model.compute_instance_id)
         assert instance is not None  # a foreign key: the row exists
         return ComputeInstanceType.of(instance)
 
@@ -116,7 +116,7 @@ class ServiceInstanceType:
         "params>) and ssh port (an ssh command), once the instance has started."
     )
     async def connect(self, info: Info) -> list[ConnectLink]:
-        instance = await info.context.loaders.compute_instance.load(self._model.compute_instance_id)  # type: ignore[attr-defined]
+        instance = await info.context.loaders.compute_instance.load(self._model.compute_instance_id)
         cluster_id = instance.snapshot.get("clusterId") if instance else None
         loaders = info.context.loaders
         cluster = (
@@ -132,7 +132,7 @@ class ServiceInstanceType:
         "delete), by its rights, its status and its compute instance's."
     )
     async def actions(self, info: Info) -> list[ServiceInstanceAction]:
-        instance = await info.context.loaders.compute_instance.load(self._model.compute_instance_id)  # type: ignore[attr-defined]
+        instance = await info.context.loaders.compute_instance.load(self._model.compute_instance_id)
         assert instance is not None  # a foreign key: the row exists
         return [
             ServiceInstanceAction(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from tortoise import fields
@@ -24,14 +25,17 @@ class ServiceInstance(Model):
     project: fields.ForeignKeyRelation[Project] = fields.ForeignKeyField(
         "gpupaas.Project", related_name="service_instances", on_delete=fields.CASCADE
     )
+    project_id: uuid.UUID
     # A compute instance with service instances cannot be destroyed or deleted (compute/service.py).
     compute_instance: fields.ForeignKeyRelation[ComputeInstance] = fields.ForeignKeyField(
         "gpupaas.ComputeInstance", related_name="services", on_delete=fields.CASCADE
     )
+    compute_instance_id: uuid.UUID
     # SET_NULL: the instance keeps its copy of the spec when its template is deleted.
     template: fields.ForeignKeyNullableRelation[InstanceTemplate] = fields.ForeignKeyField(
         "gpupaas.InstanceTemplate", related_name="service_instances", null=True, on_delete=fields.SET_NULL
     )
+    template_id: uuid.UUID | None
     template_name = fields.CharField(max_length=63)
     name = fields.CharField(max_length=63)
     display_name = fields.CharField(max_length=128)

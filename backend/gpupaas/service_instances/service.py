@@ -1,11 +1,9 @@
 """The rules of GPU service instances: create one from an instance template inside a compute
-instance, start, stop, restart, delete; and the steps of their runs that the workers take.
+instance, start, stop, restart, delete, and what a caller may do now.
 
-They follow compute instances' pattern (compute/service.py): every status change writes, in one
-transaction, the service instance, its run (a DeploymentRun with `service` set) and outbox rows (a
-"service-run" command for the workers, a status event with kind "service" for subscribers), so an
-accepted request is never lost; concurrent requests on one service instance cannot both win (row
-lock on PostgreSQL, a version-conditional write everywhere).
+A start, stop, restart or delete is a run (runs/, with the kind in run_kind.py): the new status,
+its run and the outbox rows are written in one transaction through `runs.lifecycle`, which also
+carries the run's later steps.
 
 Who: the members of the service instance's project (any role) create and operate them, in a
 compute instance of that project that is SUCCESS; the project's members read them; nobody else
@@ -23,7 +21,6 @@ import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import timedelta
 from typing import Any
 
 from tortoise.exceptions import IntegrityError
@@ -33,9 +30,9 @@ from tortoise.transactions import in_transaction
 from gpupaas.accounts.models import Project
 from gpupaas.accounts.service import project_by_name, require_project
 from gpupaas.clusters.models import Cluster
-from gpupaas.compute import service as compute
-from gpupaas.compute.models import ComputeInstance, DeploymentRun
-from gpupaas.compute.states import DeploymentStatus, RunAction, RunStatus
+from gpupaas.compute.models import ComputeInstance
+from gpupaas.compute.run_kind import COMPUTE
+from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core import crypto, validation
 from gpupaas.core.actor import Actor
 from gpupaas.core.errors import Collector, ErrorCode, Forbidden, NotFound, UserErrors
@@ -45,31 +42,15 @@ from gpupaas.events import outbox
 from gpupaas.instance_templates.models import InstanceTemplate
 from gpupaas.instance_templates.placeholders import find_placeholders, generate_values, resolve
 from gpupaas.instance_templates.spec import Port, ServiceSpec, check_spec, spec_to_json
-from gpupaas.provisioning.plan import PermanentError, Plan
+from gpupaas.runs import lifecycle as runs
+from gpupaas.runs.models import DeploymentRun
+from gpupaas.runs.states import RunAction
 from gpupaas.service_instances import states
 from gpupaas.service_instances.connect import ConnectLink, connect_links
 from gpupaas.service_instances.models import ServiceInstance
-from gpupaas.service_instances.plan import build_service_plan, node_ports_of
+from gpupaas.service_instances.run_kind import SERVICES, generated_values, plan_of
 from gpupaas.service_instances.states import Request, ServiceStatus
 
-__all__ = [
-    "SERVICE_RUN",
-    "ClaimedServiceRun",
-    "ServiceIn",
-    "claim_service_run",
-    "connect",
-    "create_service",
-    "delete_service",
-    "finish_service_run",
-    "get_service",
-    "list_services",
-    "plan_for",
-    "report_service_drift",
-    "request",
-    "requeue_stale_service_runs",
-]
-
-SERVICE_RUN = "service-run"
 # The objects are named "<name>" and "<name>-workspace": Kubernetes names are at most 63 characters.
 MAX_NAME_LENGTH = 53
 MAX_GPUS = 64
@@ -126,16 +107,9 @@ async def list_services(
 # ---------------------------------------------------------------- generated values and the spec
 
 
-def _generated(secret_key: str, service: ServiceInstance) -> dict[str, str]:
-    if not service.generated:
-        return {}
-    values = json.loads(crypto.decrypt(secret_key, service.generated))
-    return {str(k): str(v) for k, v in values.items()}
-
-
 def resolved_spec(secret_key: str, service: ServiceInstance) -> ServiceSpec:
     """The service's spec with its generated values filled in (a secret: not for logs)."""
-    return resolve(service.spec_model(), _generated(secret_key, service))
+    return resolve(service.spec_model(), generated_values(secret_key, service))
 
 
 async def connect(secret_key: str, service: ServiceInstance, cluster: Cluster | None) -> list[ConnectLink]:
@@ -148,77 +122,6 @@ async def connect(secret_key: str, service: ServiceInstance, cluster: Cluster | 
     except (crypto.DecryptionError, ValueError):
         return []  # written with another secret key: no link is better than a wrong one
     return connect_links(spec, access_address=cluster.access_address, node_ports=service.node_ports)
-
-
-# ---------------------------------------------------------------- events and runs
-
-
-async def _announce(service: ServiceInstance, *, deleted: bool = False) -> None:
-    await outbox.add_status(
-        str(service.id),
-        {
-            "type": "status",
-            "kind": "service",
-            "instanceId": str(service.id),
-            "projectId": str(service.project_id),  # type: ignore[attr-defined]
-            "computeInstanceId": str(service.compute_instance_id),  # type: ignore[attr-defined]
-            "sharedWith": [],
-            "status": service.status.value,
-            "message": service.status_message,
-            "version": service.version,
-            "deleted": deleted,
-            "at": compute.now().isoformat(),
-        },
-    )
-
-
-def _command(run: DeploymentRun, service_id: uuid.UUID) -> dict[str, Any]:
-    return {
-        "type": SERVICE_RUN,
-        "runId": str(run.id),
-        "serviceId": str(service_id),
-        "action": run.action.value,
-    }
-
-
-async def _queue_run(service: ServiceInstance, action: RunAction, *, delete_after: bool = False) -> None:
-    run: DeploymentRun = await DeploymentRun.create(
-        instance_id=service.compute_instance_id,  # type: ignore[attr-defined]
-        service_id=service.id,
-        action=action,
-        delete_after=delete_after,
-        queued_at=compute.now(),
-    )
-    await outbox.add_command(str(service.id), _command(run, service.id))
-
-
-async def _write_status(service: ServiceInstance, status: ServiceStatus, message: str | None) -> None:
-    changed = await ServiceInstance.filter(id=service.id, version=service.version).update(
-        status=status,
-        status_message=message,
-        version=service.version + 1,
-        updated_at=compute.now(),
-        drifted=False,
-    )
-    if not changed:
-        raise UserErrors.one(
-            ("id",),
-            "the service instance was changed by another request at the same moment: look again and retry",
-            ErrorCode.CONFLICT,
-        )
-    service.status, service.status_message, service.version = status, message, service.version + 1
-    service.drifted = False
-
-
-async def _locked(service_id: uuid.UUID) -> ServiceInstance:
-    found: ServiceInstance = await ServiceInstance.select_for_update().get(id=service_id)
-    return found
-
-
-async def _remove(service: ServiceInstance) -> None:
-    service.version += 1
-    await _announce(service, deleted=True)
-    await service.delete()
 
 
 # ---------------------------------------------------------------- GPUs
@@ -390,21 +293,21 @@ async def create_service(actor: Actor, data: ServiceIn, *, secret_key: str) -> S
     )
     # A trial plan: what the workers will build must build (found now, not at start).
     try:
-        _plan(service, instance, owner.name, {}, values=values, running=True, restart=None)
+        plan_of(service, instance, owner.name, {}, values=values, running=True, restart=None)
     except ValueError as error:
         raise UserErrors.one(("input",), f"these settings cannot run: {error}") from None
     if await ServiceInstance.exists(compute_instance_id=instance.id, name=name):
         raise _taken(name, instance)
     try:
         async with in_transaction():
-            locked = await compute._locked(instance.id)
+            locked = await runs.locked(COMPUTE, instance.id)
             _require_deployed(locked, ("input", "computeInstance"), "create a service instance")
             if data.start:
                 await _check_quota(("input", "gpuCount"), locked, gpu_count, None)
             await service.save()
             if data.start:
-                await _queue_run(service, RunAction.START)
-            await _announce(service)
+                await runs.queue(SERVICES, service, RunAction.START)
+            await runs.announce(SERVICES, service)
     except IntegrityError:
         raise _taken(name, instance) from None
     outbox.notify()
@@ -418,19 +321,19 @@ async def request(actor: Actor, service_id: str, what: Request) -> ServiceInstan
     """start, stop or restart (delete: `delete_service`)."""
     service = await _require_own(actor, service_id, ("id",))
     async with in_transaction():
-        service = await _locked(service.id)
+        service = await runs.locked(SERVICES, service.id)
         try:
             status = states.after_request(what, service.status)
         except states.TransitionError as error:
             raise UserErrors.one(("id",), str(error), ErrorCode.INVALID_STATE) from None
         if what in (Request.START, Request.RESTART):
-            instance = await compute._locked(service.compute_instance_id)  # type: ignore[attr-defined]
+            instance = await runs.locked(COMPUTE, service.compute_instance_id)
             _require_deployed(instance, ("id",), f"{what.value} it")
             if what == Request.START:
                 await _check_quota(("id",), instance, service.gpu_count, service.id)
-        await _write_status(service, status, None)
-        await _queue_run(service, states.action_of(what))
-        await _announce(service)
+        await runs.write_status(SERVICES, service, status, None)
+        await runs.queue(SERVICES, service, states.action_of(what))
+        await runs.announce(SERVICES, service)
     outbox.notify()
     return service
 
@@ -445,7 +348,7 @@ def actions(
     """What the caller may do with the service instance now: each request with None, or why not
     (the message the request itself would answer): rights, then its status, then whether its
     compute instance (`instance`) is deployed, for a start or restart."""
-    if not (actor.is_platform_admin or service.project_id in actor.roles):  # type: ignore[attr-defined]
+    if not (actor.is_platform_admin or service.project_id in actor.roles):
         denied = "Only members of the service instance's project may run it."
         return [(what, denied) for what in ACTIONS]
     shown: list[tuple[Request, str | None]] = []
@@ -466,224 +369,16 @@ async def delete_service(actor: Actor, service_id: str) -> str:
     service instance that is already being deleted changes nothing."""
     service = await _require_own(actor, service_id, ("id",))
     async with in_transaction():
-        service = await _locked(service.id)
+        service = await runs.locked(SERVICES, service.id)
         if service.status == ServiceStatus.DELETING:
             return service_id
         if not await DeploymentRun.exists(service_id=service.id):
-            await _remove(service)
+            await runs.remove(SERVICES, service)
         else:
-            await _write_status(service, ServiceStatus.DELETING, "deleting: removing its pod and workspace")
-            await _queue_run(service, RunAction.DESTROY, delete_after=True)
-            await _announce(service)
+            await runs.write_status(
+                SERVICES, service, ServiceStatus.DELETING, "deleting: removing its pod and workspace"
+            )
+            await runs.queue(SERVICES, service, RunAction.DESTROY, delete_after=True)
+            await runs.announce(SERVICES, service)
     outbox.notify()
     return service_id
-
-
-# ---------------------------------------------------------------- plans
-
-
-def _plan(
-    service: ServiceInstance,
-    instance: ComputeInstance,
-    project_name: str,
-    resource_names: dict[str, str],
-    *,
-    values: dict[str, str],
-    running: bool,
-    restart: str | None,
-) -> Plan:
-    snapshot = instance.snapshot
-    annotations = {
-        **{pair[0]: pair[1] for pair in snapshot.get("annotations", [])},
-        **{pair[0]: pair[1] for pair in instance.annotations},
-    }
-    return build_service_plan(
-        service_id=str(service.id),
-        name=service.name,
-        spec=resolve(service.spec_model(), values),
-        gpu_count=service.gpu_count,
-        compute_id=str(instance.id),
-        compute_name=instance.name,
-        project=project_name,
-        compute_resources=snapshot["resources"],
-        profile_name=snapshot["profileName"],
-        gpu_resource_names=resource_names,
-        running=running,
-        restart=restart,
-        annotations=annotations,
-    )
-
-
-def plan_for(
-    claimed: ClaimedServiceRun, secret_key: str, resource_names: dict[str, str] | None = None
-) -> Plan:
-    """The plan of the claimed run (PermanentError when it cannot be built)."""
-    action = claimed.run.action
-    try:
-        values = _generated(secret_key, claimed.service)
-        return _plan(
-            claimed.service,
-            claimed.instance,
-            claimed.project_name,
-            resource_names or {},
-            values=values,
-            running=action in (RunAction.START, RunAction.RESTART),
-            restart=str(claimed.run.id) if action == RunAction.RESTART else None,
-        )
-    except crypto.DecryptionError as error:
-        raise PermanentError(f"the service instance's generated values: {error}") from None
-    except ValueError as error:
-        raise PermanentError(f"the service instance cannot run: {error}") from None
-
-
-# ---------------------------------------------------------------- the steps of a run (workers)
-
-
-@dataclass
-class ClaimedServiceRun:
-    run: DeploymentRun
-    service: ServiceInstance
-    instance: ComputeInstance
-    project_name: str
-
-    @property
-    def superseded(self) -> bool:
-        """A start, stop or restart of a service instance that is being deleted: nothing to do."""
-        return self.service.status == ServiceStatus.DELETING and self.run.action != RunAction.DESTROY
-
-
-async def claim_service_run(run_id: str, worker: str, lease: timedelta) -> ClaimedServiceRun | None:
-    """Takes a queued run of a service instance (see compute.take_run). None as well while another
-    run of the same service instance is under way: a delete waits for the start before it, and is
-    published again when that run ends."""
-    rid = parse_id(run_id)
-    if rid is None:
-        return None
-    async with in_transaction():
-        queued = await DeploymentRun.get_or_none(id=rid).only("id", "service_id")
-        if queued is None or queued.service_id is None:  # type: ignore[attr-defined]
-            return None
-        busy = await DeploymentRun.filter(
-            service_id=queued.service_id,  # type: ignore[attr-defined]
-            status=RunStatus.RUNNING,
-            lease_expires_at__gt=compute.now(),
-        ).exclude(id=rid)
-        if busy:
-            return None
-        run = await compute.take_run(rid, worker, lease, service=True)
-        if run is None:
-            return None
-        service = await _locked(run.service_id)  # type: ignore[attr-defined]
-        instance = await ComputeInstance.get(id=service.compute_instance_id)  # type: ignore[attr-defined]
-        project = await Project.get(id=service.project_id)  # type: ignore[attr-defined]
-        started = states.run_started(run.action)
-        superseded = service.status == ServiceStatus.DELETING and run.action != RunAction.DESTROY
-        if not superseded and service.status != started:
-            await _write_status(service, started, None)
-            await _announce(service)
-    outbox.notify()
-    return ClaimedServiceRun(run=run, service=service, instance=instance, project_name=project.name)
-
-
-async def _republish_waiting(service_id: uuid.UUID) -> None:
-    """The service's queued runs, published again: one may have been skipped while this one ran."""
-    for run in await DeploymentRun.filter(service_id=service_id, status=RunStatus.QUEUED):
-        await DeploymentRun.filter(id=run.id).update(queued_at=compute.now())
-        await outbox.add_command(str(service_id), _command(run, service_id))
-
-
-async def finish_service_run(
-    run_id: uuid.UUID,
-    worker: str,
-    *,
-    succeeded: bool,
-    message: str | None,
-    outputs: dict[str, str] | None = None,
-    canceled: bool = False,
-    applied: list[dict[str, Any]] | None = None,
-) -> bool:
-    """Ends the run and moves the service instance on (removes it after a delete). A run that a
-    delete superseded ends without changing the status (`canceled`: it did nothing). False when the
-    run is no longer this worker's (its lease expired and another worker took it): that worker's
-    result stands."""
-    async with in_transaction():
-        run = await DeploymentRun.select_for_update().get_or_none(id=run_id)
-        if run is None or run.status != RunStatus.RUNNING or run.lease_owner != worker:
-            return False
-        if canceled:
-            run.status = RunStatus.CANCELED
-        else:
-            run.status = RunStatus.SUCCEEDED if succeeded else RunStatus.FAILED
-        run.message = message
-        run.finished_at = compute.now()
-        run.lease_expires_at = None
-        fields = ["status", "message", "finished_at", "lease_expires_at"]
-        if applied is not None:  # the objects the driver applied
-            run.applied = applied
-            fields.append("applied")
-        await run.save(update_fields=fields)
-        service = await _locked(run.service_id)  # type: ignore[attr-defined]
-        superseded = service.status == ServiceStatus.DELETING and run.action != RunAction.DESTROY
-        if succeeded and run.delete_after:
-            await _remove(service)
-        elif not superseded:
-            status = states.run_succeeded(run.action) if succeeded else states.run_failed(run.action)
-            if outputs is not None and succeeded:
-                ports = node_ports_of(outputs)
-                if ports:
-                    service.node_ports = ports
-                    await ServiceInstance.filter(id=service.id).update(node_ports=ports)
-            await _write_status(service, status, message)
-            await _announce(service)
-        if not (succeeded and run.delete_after):
-            await _republish_waiting(service.id)
-    outbox.notify()
-    return True
-
-
-async def report_service_drift(service_id: str, failed: bool, reason: str | None) -> bool:
-    """The service's pod failed on the cluster (RUNNING -> FAILED with the reason), or recovered
-    after that (FAILED by drift -> RUNNING). True when the status changed."""
-    sid = parse_id(service_id)
-    if sid is None:
-        return False
-    async with in_transaction():
-        service = await ServiceInstance.select_for_update().get_or_none(id=sid)
-        if service is None:
-            return False
-        if failed and service.status == ServiceStatus.RUNNING:
-            status, message, drifted = ServiceStatus.FAILED, f"drift: {reason or 'its pod failed'}", True
-        elif not failed and service.status == ServiceStatus.FAILED and service.drifted:
-            status, message, drifted = ServiceStatus.RUNNING, None, False
-        else:
-            return False
-        await _write_status(service, status, message)
-        await ServiceInstance.filter(id=sid).update(drifted=drifted)
-        await _announce(service)
-    outbox.notify()
-    return True
-
-
-async def requeue_stale_service_runs(*, queued_for: timedelta, max_attempts: int) -> int:
-    """compute.requeue_stale_runs for service instances' runs."""
-
-    async def fail(run: DeploymentRun) -> None:
-        service_id: uuid.UUID = run.service_id  # type: ignore[attr-defined]
-        service = await _locked(service_id)
-        if not (service.status == ServiceStatus.DELETING and run.action != RunAction.DESTROY):
-            await _write_status(service, states.run_failed(run.action), run.message)
-            await _announce(service)
-        await _republish_waiting(service_id)
-
-    def command(run: DeploymentRun) -> tuple[str, dict[str, Any]]:
-        service_id: uuid.UUID = run.service_id  # type: ignore[attr-defined]
-        return str(service_id), _command(run, service_id)
-
-    return await compute.requeue_stale(
-        queued_for=queued_for,
-        max_attempts=max_attempts,
-        service=True,
-        fail=fail,
-        command=command,
-        retry="start it again to retry",
-    )

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from gpupaas.compute.states import RunAction
+from gpupaas.runs.states import RunAction
 
 
 class ServiceStatus(str, Enum):

@@ -12,11 +12,12 @@ import logging
 import uuid
 
 from gpupaas.clusters.models import Cluster, ClusterDriver
-from gpupaas.compute import service as compute
+from gpupaas.compute.run_kind import COMPUTE
 from gpupaas.provisioning.drivers.base import Observed, Phase
 from gpupaas.provisioning.drivers.k8s_manifests import SERVICE_DRIFT_PREFIX
 from gpupaas.provisioning.registry import DriverRegistry
-from gpupaas.service_instances import service as services
+from gpupaas.runs import lifecycle as runs
+from gpupaas.service_instances.run_kind import SERVICES
 
 log = logging.getLogger("gpupaas.drift")
 
@@ -68,9 +69,9 @@ class DriftWatcher:
             failed = observed.phase == Phase.FAILED
             if instance_id.startswith(SERVICE_DRIFT_PREFIX):
                 service_id = instance_id.removeprefix(SERVICE_DRIFT_PREFIX)
-                await services.report_service_drift(service_id, failed, observed.message)
+                await runs.report_drift(SERVICES, service_id, failed, observed.message)
             else:
-                await compute.report_drift(instance_id, failed, observed.message)
+                await runs.report_drift(COMPUTE, instance_id, failed, observed.message)
 
         while not self._stop.is_set():
             try:

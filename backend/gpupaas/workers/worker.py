@@ -30,9 +30,6 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from gpupaas.compute import service as compute
-from gpupaas.compute.models import DeploymentRun
-from gpupaas.compute.states import RunAction
 from gpupaas.events.bus import (
     COMMANDS_TOPIC,
     DEAD_LETTER_TOPIC,
@@ -45,7 +42,11 @@ from gpupaas.events.bus import (
 from gpupaas.provisioning.drivers.base import Driver
 from gpupaas.provisioning.plan import DriverError, PermanentError, Plan
 from gpupaas.provisioning.registry import DriverRegistry, resource_names
-from gpupaas.service_instances import service as services
+from gpupaas.runs import lifecycle as runs
+from gpupaas.runs.kinds import RunKind
+from gpupaas.runs.models import DeploymentRun
+from gpupaas.runs.states import RunAction
+from gpupaas.workers.kinds import KINDS
 
 log = logging.getLogger("gpupaas.worker")
 
@@ -249,20 +250,13 @@ class Worker:
     async def handle_message(self, message: Message) -> None:
         try:
             payload = json.loads(message.value)
-            if (
-                not isinstance(payload, dict)
-                or payload.get("type") not in ("run", services.SERVICE_RUN)
-                or "runId" not in payload
-            ):
+            if not isinstance(payload, dict) or payload.get("type") not in KINDS or "runId" not in payload:
                 raise ValueError("not a run command")
         except ValueError as error:
             await self._dead_letter(message, f"cannot read the command: {error}")
             return
         try:
-            if payload["type"] == services.SERVICE_RUN:
-                await self.handle_service_run(str(payload["runId"]))
-            else:
-                await self.handle_run(str(payload["runId"]))
+            await self.handle_run(KINDS[payload["type"]], str(payload["runId"]))
         except asyncio.CancelledError:
             raise
         except Exception as error:
@@ -278,50 +272,32 @@ class Worker:
         except Exception:
             log.exception("could not write to the dead-letter topic; dropping message %s", message.offset)
 
-    async def handle_run(self, run_id: str) -> None:
-        claimed = await compute.claim_run(run_id, self.name, self.settings.lease)
-        if claimed is None:
-            return  # finished already, or a live worker has it
-
-        async def make_plan() -> tuple[Driver, Plan]:
-            driver, cluster = await self.drivers.driver_for(claimed.instance.snapshot.get("clusterId"))
-            return driver, compute.plan_for(claimed.instance, claimed.project_name, resource_names(cluster))
-
-        outcome = await self._carry_out(claimed.run, make_plan)
-        await compute.finish_run(
-            claimed.run.id,
-            self.name,
-            succeeded=outcome.succeeded,
-            message=outcome.message,
-            outputs=outcome.outputs,
-            applied=outcome.applied,
-        )
-
-    async def handle_service_run(self, run_id: str) -> None:
-        """A GPU service instance's run: start, restart and stop apply its plan (one replica or
-        none), delete destroys it."""
-        claimed = await services.claim_service_run(run_id, self.name, self.settings.lease)
+    async def handle_run(self, kind: RunKind[Any], run_id: str) -> None:
+        """Claims the run, carries it out through its cluster's driver (a destroy destroys, every
+        other action applies the plan) and finishes it with the outcome."""
+        claimed = await runs.claim(kind, run_id, self.name, self.settings.lease)
         if claimed is None:
             return  # finished already, held by a live worker, or waiting for the run before it
         run = claimed.run
-        if claimed.superseded:  # deleted before it started: the delete queued behind it runs next
-            await services.finish_service_run(
+        if claimed.superseded:  # e.g. deleted before it started: the delete queued behind it runs next
+            await runs.finish(
+                kind,
                 run.id,
                 self.name,
                 succeeded=False,
-                message="canceled: the service instance is being deleted",
+                message=f"canceled: the {kind.noun} is being deleted",
                 canceled=True,
             )
             return
-        cluster_id = claimed.instance.snapshot.get("clusterId")
 
         async def make_plan() -> tuple[Driver, Plan]:
-            driver, cluster = await self.drivers.driver_for(cluster_id)
-            secret_key = self.drivers.settings.secret_key
-            return driver, services.plan_for(claimed, secret_key, resource_names(cluster))
+            work = await kind.work(claimed, self.drivers.settings.secret_key)
+            driver, cluster = await self.drivers.driver_for(work.cluster_id)
+            return driver, work.plan(resource_names(cluster))
 
         outcome = await self._carry_out(run, make_plan)
-        await services.finish_service_run(
+        await runs.finish(
+            kind,
             run.id,
             self.name,
             succeeded=outcome.succeeded,
@@ -335,7 +311,7 @@ class Worker:
     ) -> Outcome:
         """`_attempts` while a heartbeat renews the run's lease and progress lines are written."""
         interval = self.settings.progress_interval_seconds
-        progress = ProgressWriter(lambda text: compute.report_progress(run.id, self.name, text), interval)
+        progress = ProgressWriter(lambda text: runs.report_progress(run.id, self.name, text), interval)
         heartbeat = asyncio.create_task(self._heartbeat(run.id))
         try:
             return await self._attempts(run, make_plan, progress)
@@ -377,7 +353,7 @@ class Worker:
         interval = max(0.05, self.settings.lease.total_seconds() / 3)
         while True:
             await asyncio.sleep(interval)
-            if not await compute.renew_lease(run_id, self.name, self.settings.lease):
+            if not await runs.renew_lease(run_id, self.name, self.settings.lease):
                 log.warning("lost the lease of run %s", run_id)
                 return
 
@@ -385,12 +361,10 @@ class Worker:
         while True:
             await asyncio.sleep(self.settings.reaper_interval_seconds)
             try:
-                await compute.requeue_stale_runs(
-                    queued_for=self.settings.requeue_after, max_attempts=self.settings.max_attempts
-                )
-                await services.requeue_stale_service_runs(
-                    queued_for=self.settings.requeue_after, max_attempts=self.settings.max_attempts
-                )
+                for kind in KINDS.values():
+                    await runs.requeue_stale(
+                        kind, queued_for=self.settings.requeue_after, max_attempts=self.settings.max_attempts
+                    )
             except asyncio.CancelledError:
                 raise
             except Exception:

@@ -1,0 +1,102 @@
+"""What compute instances supply to the run lifecycle (runs/): their states, their status events
+(with whom they are shared, so that subscribers of other projects see them) and their plans."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from gpupaas.accounts.sharing import SharingMode
+from gpupaas.compute import states
+from gpupaas.compute.models import ComputeInstance, ComputeInstanceShare
+from gpupaas.compute.snapshot import plan_for
+from gpupaas.compute.states import DeploymentStatus
+from gpupaas.provisioning.plan import INSTANCE_LABEL, Plan
+from gpupaas.runs.kinds import Claimed, RunKind, Work
+from gpupaas.runs.lifecycle import now
+from gpupaas.runs.models import DeploymentRun
+from gpupaas.runs.states import RunAction
+
+RUN = "run"
+
+
+async def shared_with(instance: ComputeInstance) -> list[str] | str:
+    if instance.sharing_mode == SharingMode.ALL_PROJECTS:
+        return "ALL"
+    if instance.sharing_mode == SharingMode.SELECTED_PROJECTS:
+        ids = await ComputeInstanceShare.filter(instance_id=instance.id).values_list("project_id", flat=True)
+        return [str(i) for i in ids]
+    return []
+
+
+class ComputeRuns(RunKind[ComputeInstance]):
+    model = ComputeInstance
+    noun = "instance"
+    command_type = RUN
+    owner_label = INSTANCE_LABEL
+    healthy = DeploymentStatus.SUCCESS
+    failed = DeploymentStatus.FAILED
+    drift_reason = "a workload failed"
+    retry_hint = "deploy again to retry"
+
+    def owns(self, run: DeploymentRun) -> bool:
+        return run.service_id is None
+
+    def runs_filter(self) -> dict[str, Any]:
+        return {"service_id__isnull": True}
+
+    def subject_id(self, run: DeploymentRun) -> uuid.UUID:
+        return run.instance_id
+
+    def run_fields(self, subject: ComputeInstance) -> dict[str, Any]:
+        return {"instance_id": subject.id}
+
+    def subject_runs(self, subject_id: uuid.UUID) -> dict[str, Any]:
+        return {"instance_id": subject_id, "service_id__isnull": True}
+
+    def command(self, run: DeploymentRun) -> tuple[str, dict[str, Any]]:
+        instance_id = str(run.instance_id)
+        return instance_id, {
+            "type": RUN,
+            "runId": str(run.id),
+            "instanceId": instance_id,
+            "action": run.action.value,
+        }
+
+    async def status_event(self, subject: ComputeInstance, *, deleted: bool) -> dict[str, Any]:
+        return {
+            "type": "status",
+            "instanceId": str(subject.id),
+            "projectId": str(subject.project_id),
+            "sharedWith": await shared_with(subject),
+            "status": subject.status.value,
+            "message": subject.status_message,
+            "version": subject.version,
+            "deleted": deleted,
+            "at": now().isoformat(),
+        }
+
+    def started(self, action: RunAction) -> DeploymentStatus:
+        return states.run_started(action)
+
+    def succeeded(self, action: RunAction) -> DeploymentStatus:
+        return states.run_succeeded(action)
+
+    def result_fields(
+        self, subject: ComputeInstance, run: DeploymentRun, succeeded: bool, outputs: dict[str, str] | None
+    ) -> dict[str, Any]:
+        if outputs is None and succeeded and run.action == RunAction.DESTROY:
+            outputs = {}  # nothing deployed: nothing to show
+        return {} if outputs is None else {"outputs": outputs}
+
+    async def work(self, claimed: Claimed[ComputeInstance], secret_key: str) -> Work:
+        instance = claimed.subject
+
+        def plan(resource_names: Mapping[str, str]) -> Plan:
+            return plan_for(instance, claimed.project_name, dict(resource_names))
+
+        return Work(cluster_id=instance.snapshot.get("clusterId"), plan=plan)
+
+
+COMPUTE = ComputeRuns()

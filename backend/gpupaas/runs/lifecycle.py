@@ -1,0 +1,304 @@
+"""The lifecycle of a deployment run, the same for every kind of subject (`runs.kinds`): queue it
+with its command, claim it with a lease, renew the lease, report progress, finish it, re-queue it
+when its command or its worker was lost, and report drift of what it deployed.
+
+Every status change writes, in one transaction, the subject, its run and outbox rows (a command for
+the workers, a status event for subscribers): an accepted request is never lost, whatever restarts
+afterwards. Concurrent writers on one subject cannot both win: the row is locked on PostgreSQL, and
+on every database a status write is conditional on the version read (`write_status`).
+
+The functions that take no transaction of their own (`queue`, `write_status`, `announce`, `locked`,
+`remove`) run inside the caller's; the others open one. After a transaction that added outbox rows,
+`outbox.notify()` wakes the relay.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from enum import Enum
+from typing import Any, TypeVar, cast
+
+from tortoise.expressions import Q
+from tortoise.transactions import in_transaction
+
+from gpupaas.accounts.models import Project
+from gpupaas.core.errors import ErrorCode, UserErrors
+from gpupaas.core.ids import parse_id
+from gpupaas.events import outbox
+from gpupaas.runs.kinds import Claimed, RunKind, Subject
+from gpupaas.runs.models import DeploymentRun
+from gpupaas.runs.states import FINISHED_RUNS, RunAction, RunStatus
+
+S = TypeVar("S", bound=Subject)
+
+# The reaper looks at this many stale runs of a kind per pass.
+REQUEUE_BATCH = 500
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+# ---------------------------------------------------------------- subjects (in the caller's transaction)
+
+
+async def locked(kind: RunKind[S], subject_id: uuid.UUID) -> S:
+    """The subject's row, locked for this transaction on PostgreSQL (SQLite has one writer anyway)."""
+    return cast(S, await kind.model.select_for_update().get(id=subject_id))
+
+
+async def write_status(
+    kind: RunKind[S], subject: S, status: Enum, message: str | None, **columns: Any
+) -> None:
+    """The new status, conditional on the version the caller read: a concurrent change makes it a
+    CONFLICT. `columns` are written in the same statement (a drift flag, the outputs)."""
+    version = subject.version
+    changed = await kind.model.filter(id=subject.id, version=version).update(
+        **{
+            "status": status,
+            "status_message": message,
+            "version": version + 1,
+            "updated_at": now(),
+            "drifted": False,
+            **columns,
+        }
+    )
+    if not changed:
+        raise UserErrors.one(
+            ("id",),
+            f"the {kind.noun} was changed by another request at the same moment: look again and retry",
+            ErrorCode.CONFLICT,
+        )
+    for name, value in {"status": status, "status_message": message, "drifted": False, **columns}.items():
+        setattr(subject, name, value)
+    subject.version = version + 1
+
+
+async def announce(kind: RunKind[S], subject: S, *, deleted: bool = False) -> None:
+    """A status event for subscribers."""
+    await outbox.add_status(str(subject.id), await kind.status_event(subject, deleted=deleted))
+
+
+async def remove(kind: RunKind[S], subject: S) -> None:
+    """The subject is gone: subscribers learn it (a last event, one version on), then the row goes
+    (its runs with it)."""
+    subject.version += 1
+    await announce(kind, subject, deleted=True)
+    await subject.delete()
+
+
+async def queue(
+    kind: RunKind[S], subject: S, action: RunAction, *, delete_after: bool = False
+) -> DeploymentRun:
+    """A new QUEUED run of the subject and its command."""
+    run: DeploymentRun = await DeploymentRun.create(
+        **kind.run_fields(subject), action=action, delete_after=delete_after, queued_at=now()
+    )
+    key, payload = kind.command(run)
+    await outbox.add_command(key, payload)
+    return run
+
+
+# ---------------------------------------------------------------- the steps a worker takes
+
+
+async def _take(kind: RunKind[S], run_id: uuid.UUID, worker: str, lease: timedelta) -> DeploymentRun | None:
+    """Inside the caller's transaction: the run, now RUNNING under `worker`'s lease, when it is the
+    kind's and was queued, or its worker stopped renewing the lease; None otherwise."""
+    moment = now()
+    run = await DeploymentRun.select_for_update().get_or_none(id=run_id)
+    if run is None or run.status in FINISHED_RUNS or not kind.owns(run):
+        return None
+    if run.status == RunStatus.RUNNING and run.lease_expires_at and run.lease_expires_at > moment:
+        return None
+    taken = await DeploymentRun.filter(
+        Q(id=run_id)
+        & (Q(status=RunStatus.QUEUED) | Q(status=RunStatus.RUNNING, lease_expires_at__lte=moment))
+    ).update(
+        status=RunStatus.RUNNING,
+        lease_owner=worker,
+        lease_expires_at=moment + lease,
+        started_at=run.started_at or moment,
+        attempts=run.attempts + 1,
+    )
+    if not taken:
+        return None
+    taken_run: DeploymentRun = await DeploymentRun.get(id=run_id)
+    return taken_run
+
+
+async def _busy(kind: RunKind[S], run_id: uuid.UUID) -> bool:
+    """Whether another run of the run's subject is under way (for kinds that run one at a time)."""
+    queued = await DeploymentRun.get_or_none(id=run_id)
+    if queued is None or not kind.owns(queued):
+        return False
+    return (
+        await DeploymentRun.filter(
+            **kind.subject_runs(kind.subject_id(queued)),
+            status=RunStatus.RUNNING,
+            lease_expires_at__gt=now(),
+        )
+        .exclude(id=run_id)
+        .exists()
+    )
+
+
+async def claim(kind: RunKind[S], run_id: str, worker: str, lease: timedelta) -> Claimed[S] | None:
+    """Takes a queued run, or a running one whose worker stopped renewing its lease, and moves its
+    subject to the started status. None when the run is finished, unknown, another kind's, held by
+    a live worker, or (one at a time) waiting for another run of its subject: redelivered
+    commands do nothing, and a waiting run is published again when the one before it ends."""
+    rid = parse_id(run_id)
+    if rid is None:
+        return None
+    async with in_transaction():
+        if kind.one_at_a_time and await _busy(kind, rid):
+            return None
+        run = await _take(kind, rid, worker, lease)
+        if run is None:
+            return None
+        subject = await locked(kind, kind.subject_id(run))
+        project = await Project.get(id=subject.project_id)
+        superseded = kind.superseded(subject, run)
+        started = kind.started(run.action)
+        if not superseded and subject.status != started:
+            await write_status(kind, subject, started, None)
+            await announce(kind, subject)
+    outbox.notify()
+    return Claimed(run=run, subject=subject, project_name=project.name, superseded=superseded)
+
+
+async def renew_lease(run_id: uuid.UUID, worker: str, lease: timedelta) -> bool:
+    """The worker is alive: extend its lease. False when the run is no longer its own."""
+    renewed = await DeploymentRun.filter(id=run_id, lease_owner=worker, status=RunStatus.RUNNING).update(
+        lease_expires_at=now() + lease
+    )
+    return bool(renewed)
+
+
+async def report_progress(run_id: uuid.UUID, worker: str, message: str) -> None:
+    await DeploymentRun.filter(id=run_id, lease_owner=worker, status=RunStatus.RUNNING).update(
+        message=message
+    )
+
+
+async def _republish_waiting(kind: RunKind[S], subject_id: uuid.UUID) -> None:
+    """The subject's queued runs, published again: one may have been skipped while another ran."""
+    for run in await DeploymentRun.filter(**kind.subject_runs(subject_id), status=RunStatus.QUEUED):
+        await DeploymentRun.filter(id=run.id).update(queued_at=now())
+        key, payload = kind.command(run)
+        await outbox.add_command(key, payload)
+
+
+async def finish(
+    kind: RunKind[S],
+    run_id: uuid.UUID,
+    worker: str,
+    *,
+    succeeded: bool,
+    message: str | None,
+    outputs: dict[str, str] | None = None,
+    applied: list[dict[str, Any]] | None = None,
+    canceled: bool = False,
+) -> bool:
+    """Ends the run (keeping the objects the driver applied) and moves its subject on, or removes
+    it after a delete. A run its subject went on without ends without a status change
+    (`canceled`: it did nothing). False when another worker took the run meanwhile (its lease had
+    expired): that worker's result stands."""
+    async with in_transaction():
+        run = await DeploymentRun.select_for_update().get_or_none(id=run_id)
+        if run is None or run.status != RunStatus.RUNNING or run.lease_owner != worker:
+            return False
+        if canceled:
+            run.status = RunStatus.CANCELED
+        else:
+            run.status = RunStatus.SUCCEEDED if succeeded else RunStatus.FAILED
+        run.message = message
+        run.finished_at = now()
+        run.lease_expires_at = None
+        fields = ["status", "message", "finished_at", "lease_expires_at"]
+        if applied is not None:
+            run.applied = applied
+            fields.append("applied")
+        await run.save(update_fields=fields)
+        subject = await locked(kind, kind.subject_id(run))
+        removed = succeeded and not canceled and run.delete_after
+        if removed:
+            await remove(kind, subject)
+        elif not kind.superseded(subject, run):
+            status = kind.succeeded(run.action) if succeeded else kind.failed_after(run.action)
+            columns = kind.result_fields(subject, run, succeeded, outputs)
+            await write_status(kind, subject, status, message, **columns)
+            await announce(kind, subject)
+        if kind.one_at_a_time and not removed:
+            await _republish_waiting(kind, subject.id)
+    outbox.notify()
+    return True
+
+
+async def requeue_stale(kind: RunKind[S], *, queued_for: timedelta, max_attempts: int) -> int:
+    """The database is the truth: a run of the kind whose command seems lost (QUEUED too long), or
+    whose worker died (RUNNING with an expired lease), is queued again; past `max_attempts` it
+    fails with a reason, and so does its subject."""
+    moment = now()
+    count = 0
+    stale = await DeploymentRun.filter(
+        Q(status=RunStatus.QUEUED, queued_at__lte=moment - queued_for)
+        | Q(status=RunStatus.RUNNING, lease_expires_at__lte=moment),
+        **kind.runs_filter(),
+    ).limit(REQUEUE_BATCH)
+    for run in stale:
+        async with in_transaction():
+            fresh = await DeploymentRun.select_for_update().get_or_none(id=run.id)
+            if fresh is None or fresh.status != run.status or fresh.lease_expires_at != run.lease_expires_at:
+                continue
+            if fresh.status == RunStatus.RUNNING and fresh.attempts >= max_attempts:
+                fresh.status = RunStatus.FAILED
+                fresh.message = (
+                    f"the worker stopped responding {fresh.attempts} times; gave up ({kind.retry_hint})"
+                )
+                fresh.finished_at = moment
+                await fresh.save(update_fields=["status", "message", "finished_at"])
+                subject = await locked(kind, kind.subject_id(fresh))
+                if not kind.superseded(subject, fresh):
+                    await write_status(kind, subject, kind.failed_after(fresh.action), fresh.message)
+                    await announce(kind, subject)
+                if kind.one_at_a_time:
+                    await _republish_waiting(kind, subject.id)
+            else:
+                await DeploymentRun.filter(id=fresh.id).update(queued_at=moment)
+                key, payload = kind.command(fresh)
+                await outbox.add_command(key, payload)
+            count += 1
+    if count:
+        outbox.notify()
+    return count
+
+
+# ---------------------------------------------------------------- drift
+
+
+async def report_drift(kind: RunKind[S], subject_id: str, failed: bool, reason: str | None) -> bool:
+    """The cluster changed under a deployed subject (its pod died, or came back): the healthy status
+    turns FAILED with the reason, and a subject FAILED by drift turns healthy again. True when the
+    status changed."""
+    sid = parse_id(subject_id)
+    if sid is None:
+        return False
+    async with in_transaction():
+        found = await kind.model.select_for_update().get_or_none(id=sid)
+        if found is None:
+            return False
+        subject = cast(S, found)
+        if failed and subject.status == kind.healthy:
+            await write_status(
+                kind, subject, kind.failed, f"drift: {reason or kind.drift_reason}", drifted=True
+            )
+        elif not failed and subject.status == kind.failed and subject.drifted:
+            await write_status(kind, subject, kind.healthy, None)
+        else:
+            return False
+        await announce(kind, subject)
+    outbox.notify()
+    return True

@@ -1,0 +1,160 @@
+"""What GPU service instances supply to the run lifecycle (runs/): their states, their status
+events (kind "service", with their compute instance) and their plans. A service instance's runs go
+one at a time: a delete is accepted at once and waits for the start before it, and a start of a
+service instance that is being deleted is superseded (it ends CANCELED, the delete runs next)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from gpupaas.compute.models import ComputeInstance
+from gpupaas.core import crypto
+from gpupaas.instance_templates.placeholders import resolve
+from gpupaas.provisioning.plan import SERVICE_LABEL, PermanentError, Plan
+from gpupaas.runs.kinds import Claimed, RunKind, Work
+from gpupaas.runs.lifecycle import now
+from gpupaas.runs.models import DeploymentRun
+from gpupaas.runs.states import RunAction
+from gpupaas.service_instances import states
+from gpupaas.service_instances.models import ServiceInstance
+from gpupaas.service_instances.plan import build_service_plan, node_ports_of
+from gpupaas.service_instances.states import ServiceStatus
+
+SERVICE_RUN = "service-run"
+
+
+def generated_values(secret_key: str, service: ServiceInstance) -> dict[str, str]:
+    """The service's `{{generated_*}}` values (secrets: not for logs)."""
+    if not service.generated:
+        return {}
+    values = json.loads(crypto.decrypt(secret_key, service.generated))
+    return {str(k): str(v) for k, v in values.items()}
+
+
+def plan_of(
+    service: ServiceInstance,
+    instance: ComputeInstance,
+    project_name: str,
+    resource_names: Mapping[str, str],
+    *,
+    values: dict[str, str],
+    running: bool,
+    restart: str | None,
+) -> Plan:
+    """The service's plan in its compute instance (ValueError when its spec cannot run)."""
+    snapshot = instance.snapshot
+    annotations = {
+        **{pair[0]: pair[1] for pair in snapshot.get("annotations", [])},
+        **{pair[0]: pair[1] for pair in instance.annotations},
+    }
+    return build_service_plan(
+        service_id=str(service.id),
+        name=service.name,
+        spec=resolve(service.spec_model(), values),
+        gpu_count=service.gpu_count,
+        compute_id=str(instance.id),
+        compute_name=instance.name,
+        project=project_name,
+        compute_resources=snapshot["resources"],
+        profile_name=snapshot["profileName"],
+        gpu_resource_names=dict(resource_names),
+        running=running,
+        restart=restart,
+        annotations=annotations,
+    )
+
+
+class ServiceRuns(RunKind[ServiceInstance]):
+    model = ServiceInstance
+    noun = "service instance"
+    command_type = SERVICE_RUN
+    owner_label = SERVICE_LABEL
+    one_at_a_time = True
+    healthy = ServiceStatus.RUNNING
+    failed = ServiceStatus.FAILED
+    drift_reason = "its pod failed"
+    retry_hint = "start it again to retry"
+
+    def owns(self, run: DeploymentRun) -> bool:
+        return run.service_id is not None
+
+    def runs_filter(self) -> dict[str, Any]:
+        return {"service_id__isnull": False}
+
+    def subject_id(self, run: DeploymentRun) -> uuid.UUID:
+        assert run.service_id is not None  # one of this kind's runs
+        return run.service_id
+
+    def run_fields(self, subject: ServiceInstance) -> dict[str, Any]:
+        return {"instance_id": subject.compute_instance_id, "service_id": subject.id}
+
+    def subject_runs(self, subject_id: uuid.UUID) -> dict[str, Any]:
+        return {"service_id": subject_id}
+
+    def command(self, run: DeploymentRun) -> tuple[str, dict[str, Any]]:
+        service_id = str(self.subject_id(run))
+        return service_id, {
+            "type": SERVICE_RUN,
+            "runId": str(run.id),
+            "serviceId": service_id,
+            "action": run.action.value,
+        }
+
+    async def status_event(self, subject: ServiceInstance, *, deleted: bool) -> dict[str, Any]:
+        return {
+            "type": "status",
+            "kind": "service",
+            "instanceId": str(subject.id),
+            "projectId": str(subject.project_id),
+            "computeInstanceId": str(subject.compute_instance_id),
+            "sharedWith": [],
+            "status": subject.status.value,
+            "message": subject.status_message,
+            "version": subject.version,
+            "deleted": deleted,
+            "at": now().isoformat(),
+        }
+
+    def started(self, action: RunAction) -> ServiceStatus:
+        return states.run_started(action)
+
+    def succeeded(self, action: RunAction) -> ServiceStatus:
+        return states.run_succeeded(action)
+
+    def superseded(self, subject: ServiceInstance, run: DeploymentRun) -> bool:
+        """A start, stop or restart of a service instance that is being deleted: nothing to do."""
+        return subject.status == ServiceStatus.DELETING and run.action != RunAction.DESTROY
+
+    def result_fields(
+        self, subject: ServiceInstance, run: DeploymentRun, succeeded: bool, outputs: dict[str, str] | None
+    ) -> dict[str, Any]:
+        ports = node_ports_of(outputs) if succeeded and outputs is not None else {}
+        return {"node_ports": ports} if ports else {}
+
+    async def work(self, claimed: Claimed[ServiceInstance], secret_key: str) -> Work:
+        service, run = claimed.subject, claimed.run
+        instance = await ComputeInstance.get(id=service.compute_instance_id)
+
+        def plan(resource_names: Mapping[str, str]) -> Plan:
+            try:
+                return plan_of(
+                    service,
+                    instance,
+                    claimed.project_name,
+                    resource_names,
+                    values=generated_values(secret_key, service),
+                    running=run.action in (RunAction.START, RunAction.RESTART),
+                    restart=str(run.id) if run.action == RunAction.RESTART else None,
+                )
+            except crypto.DecryptionError as error:
+                raise PermanentError(f"the service instance's generated values: {error}") from None
+            except ValueError as error:
+                raise PermanentError(f"the service instance cannot run: {error}") from None
+
+        return Work(cluster_id=instance.snapshot.get("clusterId"), plan=plan)
+
+
+SERVICES = ServiceRuns()
