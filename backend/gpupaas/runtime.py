@@ -8,14 +8,16 @@ starts the bus, the relay and the worker only.
 
 from __future__ import annotations
 
+import functools
 from datetime import timedelta
 
 from gpupaas.events.broadcast import StatusBroadcaster
 from gpupaas.events.bus import Bus
 from gpupaas.events.relay import TOPICS, Relay
 from gpupaas.provisioning.drivers.base import Driver
+from gpupaas.provisioning.drivers.simulated_endpoints import SimulatedEndpoints
 from gpupaas.provisioning.registry import DriverRegistry
-from gpupaas.service_instances.endpoints import SimulatedEndpoints
+from gpupaas.service_instances.endpoints import wanted_endpoints
 from gpupaas.settings import Settings
 from gpupaas.workers.drift import DriftWatcher
 from gpupaas.workers.worker import Worker, WorkerSettings
@@ -77,7 +79,7 @@ class Runtime:
         self.drift = DriftWatcher(self.drivers) if self.worker is not None else None
         # What answers at simulated services' Connect links (service_instances/endpoints.py).
         self.endpoints = (
-            SimulatedEndpoints(settings.secret_key)
+            SimulatedEndpoints(functools.partial(wanted_endpoints, settings.secret_key))
             if self.worker is not None and settings.simulated_endpoints
             else None
         )

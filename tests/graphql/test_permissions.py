@@ -448,7 +448,8 @@ async def _world() -> tuple[World, dict[str, str | None]]:
             await ComputeInstance.filter(id__in=[i.id for i in made]).update(status=DeploymentStatus.SUCCESS)
         return [str(i.id) for i in made]
 
-    from gpupaas.clusters.models import Cluster, ClusterDriver
+    from gpupaas.clusters.models import Cluster
+    from gpupaas.provisioning.registry import ClusterDriver
 
     clusters = [
         str((await Cluster.create(name=f"spare-{i}", display_name="s", driver=ClusterDriver.SIMULATED)).id)

@@ -12,7 +12,7 @@ import pytest
 
 from gpupaas.provisioning.builtins import builtin_template
 from gpupaas.provisioning.drivers import k8s_manifests as km
-from gpupaas.provisioning.drivers.base import Observed, Phase
+from gpupaas.provisioning.drivers.base import ClusterInfo, NodeInfo, Observed, Owner, Phase
 from gpupaas.provisioning.plan import INSTANCE_LABEL, MANAGED_BY, PermanentError, TemporaryError, build_plan
 
 INSTANCE = "6f1d2c3b-0000-4000-8000-000000000001"
@@ -921,7 +921,7 @@ def test_nodes_report_allocatable_cpu_memory_their_gpus_and_model() -> None:
     mig = km.node_info(node("mig-0", {"nvidia.com/mig-1g.10gb": "7", "nvidia.com/gpu": "0"}))
     cpu = km.node_info(node("cpu-0", {}, ready=False))
 
-    assert h100 == km.NodeInfo(
+    assert h100 == NodeInfo(
         name="gpu-0",
         cpu="15500m",
         memory="62Gi",
@@ -942,7 +942,7 @@ def test_nodes_report_allocatable_cpu_memory_their_gpus_and_model() -> None:
     assert (mi300.gpu_resource, mi300.gpu_model) == ("amd.com/gpu", "AMD_Instinct_MI300X")
     assert mig.gpus == {"nvidia.com/mig-1g.10gb": 7}
     assert (cpu.gpus, cpu.gpu_resource, cpu.ready) == ({}, None, False)
-    info = km.ClusterInfo("v1.37.0", (h100, mi300, mig, cpu))
+    info = ClusterInfo("v1.37.0", (h100, mi300, mig, cpu))
     assert info.gpus == {"nvidia.com/gpu": 8, "amd.com/gpu": 4, "nvidia.com/mig-1g.10gb": 7}
     assert info.to_json()["serverVersion"] == "v1.37.0"
 
@@ -1006,20 +1006,23 @@ def healthy(name: str, instance: str = INSTANCE) -> dict[str, Any]:
     return ready
 
 
-def deliver(tracker: km.DriftTracker, changes: list[tuple[str, Observed]]) -> list[tuple[str, Phase]]:
+OWNER = Owner(INSTANCE_LABEL, INSTANCE)
+
+
+def deliver(tracker: km.DriftTracker, changes: list[tuple[Owner, Observed]]) -> list[tuple[Owner, Phase]]:
     """Marks the changes reported, as watch_drift does once on_change took them."""
-    for instance, observed in changes:
-        tracker.reported[instance] = observed.phase
-    return [(instance, observed.phase) for instance, observed in changes]
+    for owner, observed in changes:
+        tracker.reported[owner] = observed.phase
+    return [(owner, observed.phase) for owner, observed in changes]
 
 
 def test_drift_reports_a_failure_once_and_the_recovery() -> None:
     tracker = km.DriftTracker()
 
     assert deliver(tracker, tracker.reset([healthy("nb-0"), healthy("other-0", "other")])) == []
-    assert deliver(tracker, tracker.event("MODIFIED", failing("nb-0"))) == [(INSTANCE, Phase.FAILED)]
+    assert deliver(tracker, tracker.event("MODIFIED", failing("nb-0"))) == [(OWNER, Phase.FAILED)]
     assert deliver(tracker, tracker.event("MODIFIED", failing("nb-0"))) == []
-    assert deliver(tracker, tracker.event("MODIFIED", healthy("nb-0"))) == [(INSTANCE, Phase.READY)]
+    assert deliver(tracker, tracker.event("MODIFIED", healthy("nb-0"))) == [(OWNER, Phase.READY)]
     assert deliver(tracker, tracker.event("MODIFIED", healthy("nb-0"))) == []
 
 
@@ -1031,7 +1034,7 @@ def test_drift_reports_what_changed_while_the_watch_was_down() -> None:
 
     assert [(i, o.phase, o.message) for i, o in changes] == [
         (
-            INSTANCE,
+            OWNER,
             Phase.FAILED,
             "pod nb-0: OOMKilled (container main exited with code 137; CrashLoopBackOff)",
         )
@@ -1043,7 +1046,7 @@ def test_a_failure_that_was_not_delivered_is_given_again() -> None:
     tracker.reset([healthy("nb-0")])
 
     assert tracker.event("MODIFIED", failing("nb-0"))  # not delivered: on_change raised
-    assert deliver(tracker, tracker.event("MODIFIED", failing("nb-0"))) == [(INSTANCE, Phase.FAILED)]
+    assert deliver(tracker, tracker.event("MODIFIED", failing("nb-0"))) == [(OWNER, Phase.FAILED)]
 
 
 def test_a_failed_pod_replaced_by_a_ready_one_is_a_recovery() -> None:
@@ -1051,7 +1054,7 @@ def test_a_failed_pod_replaced_by_a_ready_one_is_a_recovery() -> None:
     deliver(tracker, tracker.reset([failing("nb-0")]))
 
     assert deliver(tracker, tracker.event("DELETED", failing("nb-0"))) == []
-    assert deliver(tracker, tracker.event("ADDED", healthy("nb-1"))) == [(INSTANCE, Phase.READY)]
+    assert deliver(tracker, tracker.event("ADDED", healthy("nb-1"))) == [(OWNER, Phase.READY)]
 
 
 def test_pods_without_an_instance_label_are_ignored() -> None:

@@ -13,9 +13,16 @@ from pathlib import Path
 import pytest
 
 from gpupaas.provisioning.builtins import builtin_template
-from gpupaas.provisioning.drivers.base import Driver, Observed, Phase
+from gpupaas.provisioning.drivers.base import Driver, Observed, Owner, Phase
 from gpupaas.provisioning.drivers.kubernetes import ClusterConnection, KubernetesDriver
-from gpupaas.provisioning.plan import PermanentError, Plan, TemporaryError, build_plan, namespace_for
+from gpupaas.provisioning.plan import (
+    INSTANCE_LABEL,
+    PermanentError,
+    Plan,
+    TemporaryError,
+    build_plan,
+    namespace_for,
+)
 from gpupaas.provisioning.render import OutputDefinition
 from tests.fake_kube import FakeKube, node, run_fake_kube
 from tests.fake_kube.fixtures import fake_kube  # noqa: F401
@@ -761,8 +768,9 @@ class Changes:
     def __init__(self) -> None:
         self.queue: asyncio.Queue[tuple[str, Observed]] = asyncio.Queue()
 
-    async def __call__(self, instance_id: str, observed: Observed) -> None:
-        await self.queue.put((instance_id, observed))
+    async def __call__(self, owner: Owner, observed: Observed) -> None:
+        assert owner.label == INSTANCE_LABEL  # a compute instance's pods
+        await self.queue.put((owner.id, observed))
 
     async def next(self) -> tuple[str, Phase, str | None]:
         instance, observed = await asyncio.wait_for(self.queue.get(), timeout=5)

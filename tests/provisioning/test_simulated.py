@@ -790,3 +790,32 @@ async def test_apply_names_the_objects_it_applied(db: Any) -> None:
     ]
     namespaced = [ref for ref in applied.objects if ref.kind != "Namespace"]
     assert all(ref.namespace == plan.namespace for ref in namespaced)
+
+
+async def test_check_shows_the_inventory_with_the_clusters_gpu_resource_names() -> None:
+    info = await driver().check({"AMD": "amd.com/mi300x"})
+    assert info.server_version == "simulated"
+    by_name = {node.name: node for node in info.nodes}
+    assert [node.name for node in info.nodes] == [node.name for node in DEFAULT_INVENTORY.nodes]
+    gpu_nodes = [node for node in DEFAULT_INVENTORY.nodes if node.gpu_count]
+    for node in gpu_nodes:
+        expected = "amd.com/mi300x" if node.gpu_vendor == "AMD" else "nvidia.com/gpu"
+        assert dict(by_name[node.name].gpus) == {expected: node.gpu_count}
+        assert by_name[node.name].gpu_model == node.gpu_model
+    cpu_only = [node for node in DEFAULT_INVENTORY.nodes if not node.gpu_count]
+    assert cpu_only and all(not by_name[node.name].gpus for node in cpu_only)
+
+
+async def test_nothing_drifts_on_the_simulated_cluster() -> None:
+    reported: list[object] = []
+
+    async def on_change(owner: object, observed: object) -> None:
+        reported.append((owner, observed))
+
+    stop = asyncio.Event()
+    watch = asyncio.create_task(driver().watch_drift(on_change, stop=stop))
+    await asyncio.sleep(0)
+    assert not watch.done()  # it waits for the stop
+    stop.set()
+    await asyncio.wait_for(watch, timeout=5)
+    assert reported == []

@@ -1,32 +1,26 @@
-"""The endpoints that answer at simulated services' Connect links."""
+"""The endpoints that answer at simulated services' Connect links: which services are served."""
 
 from __future__ import annotations
 
+import functools
 import socket
 
 import httpx
 
 from gpupaas.bootstrap import seed
-from gpupaas.clusters.models import Cluster, ClusterDriver
+from gpupaas.clusters.models import Cluster
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.instance_templates.models import InstanceTemplate
+from gpupaas.provisioning.drivers.simulated_endpoints import SimulatedEndpoints
+from gpupaas.provisioning.registry import ClusterDriver
 from gpupaas.service_instances import service as instances
-from gpupaas.service_instances.endpoints import Endpoint, SimulatedEndpoints, wanted_endpoints
+from gpupaas.service_instances.endpoints import wanted_endpoints
 from gpupaas.service_instances.models import ServiceInstance
 from gpupaas.service_instances.states import ServiceStatus
 from tests.factories import make_instance, make_profile, make_project, platform_actor
 
 KEY = "k" * 64
-
-
-def test_the_access_params_decide_the_answer() -> None:
-    endpoint = Endpoint("<b>lab</b>", "img", "jupyter", (("token", "abc"),))
-    status, body = endpoint.answer("/?token=abc")
-    assert status == 200 and "signed in" in body and "&lt;b&gt;lab&lt;/b&gt;" in body
-    assert endpoint.answer("/lab?token=abd")[0] == 403
-    assert endpoint.answer("/")[0] == 403
-    assert Endpoint("x", "img", "http", ()).answer("/anything")[0] == 200
 
 
 def _free_port() -> int:
@@ -54,7 +48,7 @@ async def test_running_services_of_simulated_clusters_are_served(db: object) -> 
     token = (
         instances.resolved_spec(KEY, await ServiceInstance.get(id=service.id)).ports[0].access_params[0][1]
     )
-    endpoints = SimulatedEndpoints(KEY)
+    endpoints = SimulatedEndpoints(functools.partial(wanted_endpoints, KEY))
     try:
         await endpoints.reconcile()
         assert endpoints.ports == [port]

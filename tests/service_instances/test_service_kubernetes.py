@@ -15,10 +15,9 @@ import pytest
 from gpupaas.instance_templates.builtins import builtin_instance_template
 from gpupaas.instance_templates.placeholders import resolve
 from gpupaas.provisioning.builtins import builtin_template
-from gpupaas.provisioning.drivers.base import Observed, Phase
-from gpupaas.provisioning.drivers.k8s_manifests import SERVICE_DRIFT_PREFIX
+from gpupaas.provisioning.drivers.base import Observed, Owner, Phase
 from gpupaas.provisioning.drivers.kubernetes import ClusterConnection, KubernetesDriver
-from gpupaas.provisioning.plan import PermanentError, Plan, build_plan, namespace_for
+from gpupaas.provisioning.plan import SERVICE_LABEL, PermanentError, Plan, build_plan, namespace_for
 from gpupaas.provisioning.render import validate_manifest
 from gpupaas.service_instances.plan import build_service_plan
 from gpupaas.service_instances.podspec import RESTART_ANNOTATION
@@ -392,12 +391,12 @@ class Changes:
     """What watch_drift reported, to wait for."""
 
     def __init__(self) -> None:
-        self.queue: asyncio.Queue[tuple[str, Observed]] = asyncio.Queue()
+        self.queue: asyncio.Queue[tuple[Owner, Observed]] = asyncio.Queue()
 
-    async def __call__(self, instance_id: str, observed: Observed) -> None:
-        await self.queue.put((instance_id, observed))
+    async def __call__(self, owner: Owner, observed: Observed) -> None:
+        await self.queue.put((owner, observed))
 
-    async def next(self) -> tuple[str, Phase, str | None]:
+    async def next(self) -> tuple[Owner, Phase, str | None]:
         instance, observed = await asyncio.wait_for(self.queue.get(), timeout=5)
         return instance, observed.phase, observed.message
 
@@ -420,9 +419,9 @@ async def test_drift_reports_a_failed_service_pod_as_the_service(
         oom = f"pod {pod}: OOMKilled (container main exited with code 137; CrashLoopBackOff)"
 
         fake.fail_pod(NAMESPACE, pod, "OOMKilled")
-        assert await changes.next() == (f"{SERVICE_DRIFT_PREFIX}{SERVICE_ID}", Phase.FAILED, oom)
+        assert await changes.next() == (Owner(SERVICE_LABEL, SERVICE_ID), Phase.FAILED, oom)
         fake.recover_pod(NAMESPACE, pod)
-        assert await changes.next() == (f"{SERVICE_DRIFT_PREFIX}{SERVICE_ID}", Phase.READY, None)
+        assert await changes.next() == (Owner(SERVICE_LABEL, SERVICE_ID), Phase.READY, None)
     finally:
         stop.set()
         await asyncio.wait_for(watch, timeout=5)

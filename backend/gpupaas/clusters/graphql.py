@@ -7,11 +7,11 @@ from datetime import datetime
 import strawberry
 
 from gpupaas.clusters import service
-from gpupaas.clusters.models import Cluster, ClusterDriver, ClusterStatus
+from gpupaas.clusters.models import Cluster, ClusterStatus
 from gpupaas.core.gpus import Vendor
 from gpupaas.graphql.common import DeletePayload, UserError, attempt, delete_payload
 from gpupaas.graphql.context import Info
-from gpupaas.provisioning.registry import resource_names
+from gpupaas.provisioning.registry import ClusterDriver
 
 ClusterDriverEnum = strawberry.enum(ClusterDriver, name="ClusterDriver")
 ClusterStatusEnum = strawberry.enum(ClusterStatus, name="ClusterStatus")
@@ -75,7 +75,7 @@ class ClusterType:
             access_address=cluster.access_address,
             gpu_resource_names=[
                 GpuResourceName(vendor=Vendor(vendor), resource_name=name)
-                for vendor, name in resource_names(cluster).items()
+                for vendor, name in service.gpu_resource_names(cluster).items()
                 if vendor != Vendor.CPU.value
             ],
             status=cluster.status,

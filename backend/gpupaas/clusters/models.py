@@ -8,10 +8,7 @@ from typing import Any
 from tortoise import fields
 from tortoise.models import Model
 
-
-class ClusterDriver(str, Enum):
-    SIMULATED = "SIMULATED"
-    KUBERNETES = "KUBERNETES"
+from gpupaas.provisioning.registry import ClusterDriver
 
 
 class ClusterStatus(str, Enum):

@@ -14,14 +14,15 @@ from tortoise.exceptions import IntegrityError
 from tortoise.transactions import in_transaction
 
 from gpupaas.catalog.models import ComputeProfile
-from gpupaas.clusters.models import Cluster, ClusterDriver, ClusterStatus
+from gpupaas.clusters.models import Cluster, ClusterStatus
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core import crypto, validation
 from gpupaas.core.actor import Actor
 from gpupaas.core.errors import Collector, ErrorCode, UserErrors
 from gpupaas.core.ids import parse_id
-from gpupaas.provisioning.registry import Checker
+from gpupaas.provisioning.plan import PermanentError
+from gpupaas.provisioning.registry import Checker, ClusterDriver, ClusterTarget, resource_names
 
 DEFAULT_CLUSTER = "simulated"
 _RESOURCE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
@@ -161,8 +162,46 @@ async def _make_default(cluster: Cluster) -> None:
     await Cluster.filter(is_default=True).exclude(id=cluster.id).update(is_default=False)
 
 
+def target_of(cluster: Cluster) -> ClusterTarget:
+    """The cluster as the drivers need it."""
+    return ClusterTarget(
+        id=cluster.id,
+        driver=cluster.driver,
+        updated_at=cluster.updated_at,
+        kubeconfig_encrypted=cluster.kubeconfig_encrypted,
+        in_cluster=cluster.in_cluster,
+        context=cluster.context,
+        gpu_resource_names=dict(cluster.gpu_resource_names or {}),
+    )
+
+
+def gpu_resource_names(cluster: Cluster | None) -> dict[str, str]:
+    """The GPU resource name per vendor on the cluster: its own settings over the defaults."""
+    return resource_names(target_of(cluster) if cluster is not None else None)
+
+
+async def target_for(cluster_id: str | None) -> ClusterTarget | None:
+    """Where a run goes: the cluster of the instance's snapshot, or the default one when the
+    snapshot names none (None: no cluster is registered). A cluster deleted since the snapshot was
+    taken fails the run: there is nowhere to apply it."""
+    if cluster_id:
+        cluster = await Cluster.get_or_none(id=cluster_id)
+        if cluster is None:
+            raise PermanentError(
+                "the instance's cluster was deleted; register it again or launch a new instance"
+            )
+    else:
+        cluster = await Cluster.get_or_none(is_default=True)
+    return target_of(cluster) if cluster is not None else None
+
+
+async def kubernetes_clusters() -> list[Cluster]:
+    """The registered clusters that run on Kubernetes (those whose workloads can drift)."""
+    return await Cluster.filter(driver=ClusterDriver.KUBERNETES)
+
+
 async def _apply_check(cluster: Cluster, checker: Checker) -> None:
-    result = await checker.check(cluster)
+    result = await checker.check(target_of(cluster))
     cluster.status = ClusterStatus.READY if result.reachable else ClusterStatus.UNREACHABLE
     cluster.status_message = result.message
     cluster.server_version = result.server_version

@@ -1,7 +1,8 @@
 from tortoise import migrations
 from tortoise.migrations import operations as ops
 import functools
-from gpupaas.clusters.models import ClusterDriver, ClusterStatus
+from gpupaas.provisioning.registry import ClusterDriver
+from gpupaas.clusters.models import ClusterStatus
 from json import dumps, loads
 from tortoise.fields.base import OnDelete
 from uuid import uuid4

@@ -1,20 +1,44 @@
 """Which driver serves which cluster: the simulated driver for SIMULATED clusters (one shared
-in-database simulation), a KubernetesDriver per registered KUBERNETES cluster (built from its
-decrypted kubeconfig, rebuilt when the cluster is edited). Also checks clusters when they are
-registered (reachable, version, nodes and their GPUs)."""
+in-database simulation), a KubernetesDriver per KUBERNETES cluster (built from its decrypted
+kubeconfig, rebuilt when the cluster is edited). Also checks clusters (reachable, version, nodes
+and their GPUs).
+
+A cluster comes in as a `ClusterTarget`: what the drivers need of it, made by the clusters domain
+from its row (clusters/service.py), so that this layer knows no domain."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import Enum
 from typing import Any, Protocol
 
-from gpupaas.clusters.models import Cluster, ClusterDriver
 from gpupaas.core import crypto
 from gpupaas.provisioning.drivers.base import Driver
-from gpupaas.provisioning.plan import GPU_RESOURCE_NAMES, PermanentError
+from gpupaas.provisioning.plan import GPU_RESOURCE_NAMES
 from gpupaas.settings import Settings
+
+
+class ClusterDriver(str, Enum):
+    SIMULATED = "SIMULATED"
+    KUBERNETES = "KUBERNETES"
+
+
+@dataclass(frozen=True)
+class ClusterTarget:
+    """A registered cluster as the drivers see it."""
+
+    id: uuid.UUID
+    driver: ClusterDriver
+    # When the cluster was last edited: a driver built before is rebuilt.
+    updated_at: datetime
+    kubeconfig_encrypted: str | None = None
+    in_cluster: bool = False
+    context: str | None = None
+    # The cluster's own GPU resource names per vendor, over the defaults.
+    gpu_resource_names: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -26,14 +50,14 @@ class ClusterCheck:
 
 
 class Checker(Protocol):
-    async def check(self, cluster: Cluster) -> ClusterCheck: ...
+    async def check(self, target: ClusterTarget) -> ClusterCheck: ...
 
 
-def resource_names(cluster: Cluster | None) -> dict[str, str]:
+def resource_names(target: ClusterTarget | None) -> dict[str, str]:
     """The GPU resource name per vendor on this cluster: its own settings over the defaults."""
     names = dict(GPU_RESOURCE_NAMES)
-    if cluster is not None:
-        names.update(cluster.gpu_resource_names or {})
+    if target is not None:
+        names.update(target.gpu_resource_names)
     return names
 
 
@@ -55,47 +79,29 @@ class DriverRegistry:
             self._simulated = SimulatedDriver(inventory, phase_seconds=self.settings.simulated_phase_seconds)
         return self._simulated
 
-    def kubernetes_clusters(self) -> list[tuple[uuid.UUID, Driver]]:
-        return [(cid, driver) for cid, (_, driver) in self._kubernetes.items()]
-
-    async def driver_for(self, cluster_id: str | None) -> tuple[Driver, Cluster | None]:
-        """The driver of the cluster (the default cluster when None). A cluster deleted since the
-        snapshot was taken fails the run: there is nowhere to apply it."""
-        cluster = await self._cluster(cluster_id)
-        if cluster is None or cluster.driver == ClusterDriver.SIMULATED:
-            return self.simulated, cluster
-        return self._kubernetes_driver(cluster), cluster
-
-    async def _cluster(self, cluster_id: str | None) -> Cluster | None:
-        if cluster_id:
-            cluster = await Cluster.get_or_none(id=cluster_id)
-            if cluster is None:
-                raise PermanentError(
-                    "the instance's cluster was deleted; register it again or launch a new instance"
-                )
-            return cluster
-        return await Cluster.get_or_none(is_default=True)
-
-    def _kubernetes_driver(self, cluster: Cluster) -> Driver:
-        cached = self._kubernetes.get(cluster.id)
-        if cached is not None and cached[0] == cluster.updated_at:
+    def driver(self, target: ClusterTarget | None) -> Driver:
+        """The cluster's driver (None: no cluster is registered, the simulated one)."""
+        if target is None or target.driver == ClusterDriver.SIMULATED:
+            return self.simulated
+        cached = self._kubernetes.get(target.id)
+        if cached is not None and cached[0] == target.updated_at:
             return cached[1]
         if cached is not None:  # the cluster was edited: its old client goes
             self._retired.append(cached[1])
         from gpupaas.provisioning.drivers.kubernetes import ClusterConnection, KubernetesDriver
 
         kubeconfig = (
-            crypto.decrypt(self.settings.secret_key, cluster.kubeconfig_encrypted)
-            if cluster.kubeconfig_encrypted
+            crypto.decrypt(self.settings.secret_key, target.kubeconfig_encrypted)
+            if target.kubeconfig_encrypted
             else None
         )
         driver = KubernetesDriver(
-            ClusterConnection(kubeconfig=kubeconfig, in_cluster=cluster.in_cluster, context=cluster.context),
+            ClusterConnection(kubeconfig=kubeconfig, in_cluster=target.in_cluster, context=target.context),
             readiness_timeout=self.settings.kubernetes_readiness_timeout_seconds,
             request_timeout=self.settings.kubernetes_request_timeout_seconds,
             poll_interval=self.settings.kubernetes_poll_seconds,
         )
-        self._kubernetes[cluster.id] = (cluster.updated_at, driver)
+        self._kubernetes[target.id] = (target.updated_at, driver)
         return driver
 
     async def close(self) -> None:
@@ -104,33 +110,13 @@ class DriverRegistry:
         self._kubernetes.clear()
         self._retired.clear()
         for driver in drivers:
-            await driver.close()  # type: ignore[attr-defined]
+            await driver.close()
 
-    async def check(self, cluster: Cluster) -> ClusterCheck:
-        if cluster.driver == ClusterDriver.SIMULATED:
-            from gpupaas.provisioning.drivers.simulated import SimulatedDriver
-
-            simulated = self.simulated
-            nodes = []
-            if isinstance(simulated, SimulatedDriver):
-                for node in simulated.inventory.nodes:
-                    nodes.append(
-                        {
-                            "name": node.name,
-                            "cpu": node.cpu,
-                            "memory": node.memory,
-                            "gpuResource": resource_names(cluster).get(node.gpu_vendor)
-                            if node.gpu_count
-                            else None,
-                            "gpuCount": node.gpu_count,
-                            "gpuModel": node.gpu_model,
-                        }
-                    )
-            return ClusterCheck(reachable=True, server_version="simulated", nodes=nodes)
+    async def check(self, target: ClusterTarget) -> ClusterCheck:
+        """Whether the cluster answers, and what it has; a failure is what the operator reads."""
         try:
-            driver = self._kubernetes_driver(cluster)
-            info = await driver.check()  # type: ignore[attr-defined]
-        except Exception as error:  # any failure is what the operator needs to read
+            info = await self.driver(target).check(resource_names(target))
+        except Exception as error:
             return ClusterCheck(reachable=False, message=str(error) or type(error).__name__)
         return ClusterCheck(
             reachable=True,

@@ -1,57 +1,20 @@
-"""What answers at a simulated service's Connect link: on the simulated cluster nothing runs, so the
-process that runs the workers opens, for every RUNNING service instance of a SIMULATED cluster, a
-small HTTP endpoint on 127.0.0.1 at each web port's node port. It checks the port's access params
-as the real server would (JupyterLab's `?token=`): 200 with a page saying what would run there when
-they match, 403 when they do not. A stopped service's endpoint closes; starting it again opens it
-with the same token. So the Connect link of `make run` works as it would on a cluster.
-
-Reconciled from the database every `interval` seconds (one query), so endpoints follow services
-whichever worker started them and come back after a restart. A port another program holds is
-skipped (logged) and tried again later. Only loopback is ever bound.
-"""
+"""What should answer at simulated services' Connect links (the simulated driver's endpoints,
+provisioning/drivers/simulated_endpoints.py, serve it): for every RUNNING service instance of a
+SIMULATED cluster, each web port's node port, with the access params its link carries. A stopped
+service's endpoint closes; starting it again opens it with the same token."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import html
-import logging
 import uuid
-from dataclasses import dataclass
-from urllib.parse import parse_qsl, urlsplit
 
-from gpupaas.clusters.models import Cluster, ClusterDriver
+from gpupaas.clusters.models import Cluster
 from gpupaas.core import crypto
+from gpupaas.provisioning.drivers.simulated_endpoints import Endpoint
+from gpupaas.provisioning.registry import ClusterDriver
 from gpupaas.service_instances.connect import is_web_port
 from gpupaas.service_instances.models import ServiceInstance
 from gpupaas.service_instances.service import resolved_spec
 from gpupaas.service_instances.states import ServiceStatus
-
-__all__ = ["Endpoint", "SimulatedEndpoints", "wanted_endpoints"]
-
-log = logging.getLogger("gpupaas.endpoints")
-HOST = "127.0.0.1"
-_MAX_HEAD = 8192
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    service: str  # display name
-    image: str
-    port: str  # the port's name
-    params: tuple[tuple[str, str], ...]  # the access params a request must carry
-
-    def answer(self, target: str) -> tuple[int, str]:
-        given = dict(parse_qsl(urlsplit(target).query, keep_blank_values=True))
-        name = html.escape(self.service)
-        if all(given.get(key) == value for key, value in self.params):
-            signed = " You are signed in with the link's access parameters." if self.params else ""
-            return 200, (
-                f"<h1>{name}</h1><p>Port {html.escape(self.port)} of <code>{html.escape(self.image)}</code> "
-                f"would answer here: this is gpupaas's simulated cluster.{signed}</p>"
-            )
-        missing = ", ".join(html.escape(key) for key, value in self.params if given.get(key) != value)
-        return 403, f"<h1>{name}</h1><p>Forbidden: wrong or missing {missing}. Use the Connect link.</p>"
 
 
 async def wanted_endpoints(secret_key: str) -> dict[int, Endpoint]:
@@ -76,87 +39,3 @@ async def wanted_endpoints(secret_key: str) -> dict[int, Endpoint]:
             if node_port is not None and is_web_port(port):
                 wanted[node_port] = Endpoint(service.display_name, spec.image, port.name, port.access_params)
     return wanted
-
-
-class SimulatedEndpoints:
-    def __init__(self, secret_key: str, *, interval: float = 1.0) -> None:
-        self.secret_key = secret_key
-        self.interval = interval
-        self._servers: dict[int, tuple[Endpoint, asyncio.Server]] = {}
-        self._task: asyncio.Task[None] | None = None
-
-    @property
-    def ports(self) -> list[int]:
-        return sorted(self._servers)
-
-    async def start(self) -> None:
-        self._task = asyncio.create_task(self._loop(), name="simulated-endpoints")
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-        for port in list(self._servers):
-            await self._close(port)
-
-    async def _loop(self) -> None:
-        while True:
-            try:
-                await self.reconcile()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("reconciling the simulated endpoints failed; retrying")
-            await asyncio.sleep(self.interval)
-
-    async def reconcile(self) -> None:
-        wanted = await wanted_endpoints(self.secret_key)
-        for port, (endpoint, _) in list(self._servers.items()):
-            if wanted.get(port) != endpoint:
-                await self._close(port)
-        for port, endpoint in wanted.items():
-            if port in self._servers:
-                continue
-            try:
-                server = await asyncio.start_server(self._handler(endpoint), HOST, port)
-            except OSError as error:
-                log.warning(
-                    "cannot open the simulated endpoint %s:%s (%s); trying again later", HOST, port, error
-                )
-                continue
-            self._servers[port] = (endpoint, server)
-
-    async def _close(self, port: int) -> None:
-        _, server = self._servers.pop(port)
-        server.close()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(server.wait_closed(), timeout=2)
-
-    def _handler(self, endpoint: Endpoint):  # type: ignore[no-untyped-def]
-        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            try:
-                head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=5)
-                line = head[:_MAX_HEAD].split(b"\r\n", 1)[0].decode("latin-1")
-                parts = line.split(" ")
-                if len(parts) != 3 or parts[0] not in ("GET", "HEAD"):
-                    status, body = 400, "<p>Bad request</p>"
-                else:
-                    status, body = endpoint.answer(parts[1])
-                reason = {200: "OK", 400: "Bad Request", 403: "Forbidden"}[status]
-                data = f"<!doctype html><title>{html.escape(endpoint.service)}</title>{body}".encode()
-                writer.write(
-                    f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/html; charset=utf-8\r\n"
-                    f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n".encode()
-                    + (data if parts[0] != "HEAD" else b"")
-                )
-                await writer.drain()
-            except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
-                pass
-            finally:
-                writer.close()
-                with contextlib.suppress(Exception):
-                    await writer.wait_closed()
-
-        return handle

@@ -1,8 +1,9 @@
 """Drift: one watch per registered Kubernetes cluster on the objects gpupaas manages. A pod that
-dies turns its SUCCESS instance FAILED with the reason; when it recovers, the instance turns
-SUCCESS again; a GPU service instance's pod does the same to its service instance (RUNNING ->
-FAILED -> RUNNING). The driver keeps the watch's resourceVersion and re-lists after 410 Gone, so no
-event is lost across a restart of the watch; this loop restarts a watch that failed."""
+dies turns its subject FAILED with the reason, and healthy again when it recovers: a compute
+instance SUCCESS -> FAILED -> SUCCESS, a GPU service instance RUNNING -> FAILED -> RUNNING. The
+driver reports each change by the owner label of the objects (`Owner`), which names the kind
+(workers/kinds.py). It keeps the watch's resourceVersion and re-lists after 410 Gone, so no event
+is lost across a restart of the watch; this loop restarts a watch that failed."""
 
 from __future__ import annotations
 
@@ -11,13 +12,11 @@ import contextlib
 import logging
 import uuid
 
-from gpupaas.clusters.models import Cluster, ClusterDriver
-from gpupaas.compute.run_kind import COMPUTE
-from gpupaas.provisioning.drivers.base import Observed, Phase
-from gpupaas.provisioning.drivers.k8s_manifests import SERVICE_DRIFT_PREFIX
+from gpupaas.clusters import service as clusters
+from gpupaas.provisioning.drivers.base import Observed, Owner, Phase
 from gpupaas.provisioning.registry import DriverRegistry
 from gpupaas.runs import lifecycle as runs
-from gpupaas.service_instances.run_kind import SERVICES
+from gpupaas.workers.kinds import BY_OWNER_LABEL
 
 log = logging.getLogger("gpupaas.drift")
 
@@ -50,8 +49,7 @@ class DriftWatcher:
     async def _scan(self) -> None:
         while not self._stop.is_set():
             try:
-                clusters = await Cluster.filter(driver=ClusterDriver.KUBERNETES)
-                for cluster in clusters:
+                for cluster in await clusters.kubernetes_clusters():
                     task = self._watches.get(cluster.id)
                     if task is None or task.done():
                         self._watches[cluster.id] = asyncio.create_task(
@@ -63,20 +61,16 @@ class DriftWatcher:
                 await asyncio.wait_for(self._stop.wait(), timeout=self.rescan_seconds)
 
     async def _watch(self, cluster_id: uuid.UUID) -> None:
-        async def on_change(instance_id: str, observed: Observed) -> None:
-            if observed.phase not in (Phase.FAILED, Phase.READY):
+        async def on_change(owner: Owner, observed: Observed) -> None:
+            kind = BY_OWNER_LABEL.get(owner.label)
+            if kind is None or observed.phase not in (Phase.FAILED, Phase.READY):
                 return
-            failed = observed.phase == Phase.FAILED
-            if instance_id.startswith(SERVICE_DRIFT_PREFIX):
-                service_id = instance_id.removeprefix(SERVICE_DRIFT_PREFIX)
-                await runs.report_drift(SERVICES, service_id, failed, observed.message)
-            else:
-                await runs.report_drift(COMPUTE, instance_id, failed, observed.message)
+            await runs.report_drift(kind, owner.id, observed.phase == Phase.FAILED, observed.message)
 
         while not self._stop.is_set():
             try:
-                driver, _ = await self.drivers.driver_for(str(cluster_id))
-                await driver.watch_drift(on_change, stop=self._stop)  # type: ignore[attr-defined]
+                driver = self.drivers.driver(await clusters.target_for(str(cluster_id)))
+                await driver.watch_drift(on_change, stop=self._stop)
             except asyncio.CancelledError:
                 raise
             except Exception:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from gpupaas.clusters import service as clusters
 from gpupaas.events.bus import (
     COMMANDS_TOPIC,
     DEAD_LETTER_TOPIC,
@@ -292,8 +293,8 @@ class Worker:
 
         async def make_plan() -> tuple[Driver, Plan]:
             work = await kind.work(claimed, self.drivers.settings.secret_key)
-            driver, cluster = await self.drivers.driver_for(work.cluster_id)
-            return driver, work.plan(resource_names(cluster))
+            target = await clusters.target_for(work.cluster_id)
+            return self.drivers.driver(target), work.plan(resource_names(target))
 
         outcome = await self._carry_out(run, make_plan)
         await runs.finish(

@@ -3,10 +3,11 @@ drivers only apply it."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from enum import Enum
-from typing import Protocol
+from typing import Any, Protocol
 
 from gpupaas.provisioning.plan import Plan
 
@@ -53,6 +54,84 @@ class Applied:
     objects: tuple[ObjectRef, ...] = ()
 
 
+@dataclass(frozen=True, order=True)
+class Owner:
+    """Whose objects these are on a cluster: the label that marks them and its value (the id of
+    the compute instance or GPU service instance they were applied for: `Plan.owner_label`)."""
+
+    label: str
+    id: str
+
+
+# What a drift watch reports: an owner whose workload failed (FAILED, with the reason) or came back
+# (READY).
+OnDrift = Callable[[Owner, Observed], Awaitable[None]]
+
+
+KNOWN_GPU_RESOURCES = frozenset(
+    {
+        "nvidia.com/gpu",
+        "amd.com/gpu",
+        "gpu.intel.com/i915",
+        "gpu.intel.com/xe",
+        "huawei.com/Ascend910",
+        "huawei.com/Ascend310",
+    }
+)
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """One node as a platform admin checks it: what pods may use of it, its GPUs, whether it is Ready."""
+
+    name: str
+    cpu: str  # allocatable, as the node reports it ("15500m")
+    memory: str  # allocatable ("62Gi")
+    gpus: Mapping[str, int] = field(default_factory=dict)  # capacity per extended resource
+    gpu_model: str | None = None
+    ready: bool = True
+
+    @property
+    def gpu_resource(self) -> str | None:
+        """The node's main GPU resource: the one it has most of (a known one on a tie)."""
+        if not self.gpus:
+            return None
+        return max(self.gpus, key=lambda n: (self.gpus[n], n in KNOWN_GPU_RESOURCES, n))
+
+    def to_json(self) -> dict[str, Any]:
+        resource = self.gpu_resource
+        return {
+            "name": self.name,
+            "cpu": self.cpu,
+            "memory": self.memory,
+            "gpuResource": resource,
+            "gpuCount": self.gpus[resource] if resource else 0,
+            "gpuModel": self.gpu_model,
+            "gpus": dict(self.gpus),
+            "ready": self.ready,
+        }
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    """What `KubernetesDriver.check` found: the server's version and its nodes."""
+
+    server_version: str
+    nodes: tuple[NodeInfo, ...] = ()
+
+    @property
+    def gpus(self) -> dict[str, int]:
+        """GPUs in the cluster per extended resource."""
+        totals: dict[str, int] = {}
+        for node in self.nodes:
+            for name, count in node.gpus.items():
+                totals[name] = totals.get(name, 0) + count
+        return totals
+
+    def to_json(self) -> dict[str, Any]:
+        return {"serverVersion": self.server_version, "nodes": [node.to_json() for node in self.nodes]}
+
+
 class Driver(Protocol):
     async def apply(self, plan: Plan, progress: Progress | None = None) -> Applied:
         """Creates or updates everything in the plan and waits until it is ready. Idempotent:
@@ -65,4 +144,19 @@ class Driver(Protocol):
 
     async def observe(self, plan: Plan) -> Observed:
         """What the cluster holds of the plan now."""
+        ...
+
+    async def watch_drift(self, on_change: OnDrift, *, stop: asyncio.Event) -> None:
+        """Reports owners whose workloads fail or recover after they were applied, until `stop` is
+        set. Temporary failures are retried; a permanent one (credentials, rights) is raised."""
+        ...
+
+    async def check(self, gpu_resource_names: Mapping[str, str] | None = None) -> ClusterInfo:
+        """The cluster's version and nodes (with their GPUs, named by `gpu_resource_names` per vendor
+        where the driver does not read them from the cluster). Raises DriverError saying what is
+        wrong."""
+        ...
+
+    async def close(self) -> None:
+        """Releases what the driver holds (connections, threads); later calls fail."""
         ...

@@ -22,12 +22,19 @@ import copy
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import ROUND_FLOOR
 from typing import Any
 from urllib.parse import quote
 
-from gpupaas.provisioning.drivers.base import Observed, Phase
+from gpupaas.provisioning.drivers.base import (
+    KNOWN_GPU_RESOURCES,
+    ClusterInfo,
+    NodeInfo,
+    Observed,
+    Owner,
+    Phase,
+)
 from gpupaas.provisioning.inputs import parse_quantity
 from gpupaas.provisioning.plan import (
     INSTANCE_LABEL,
@@ -823,16 +830,6 @@ def unreachable(host: str, detail: str, action: str) -> TemporaryError:
 # ------------------------------------------------------------------------------------------ nodes
 
 # The device plugins' extended resources (gpu-operator, AMD, Intel, Huawei Ascend).
-KNOWN_GPU_RESOURCES = frozenset(
-    {
-        "nvidia.com/gpu",
-        "amd.com/gpu",
-        "gpu.intel.com/i915",
-        "gpu.intel.com/xe",
-        "huawei.com/Ascend910",
-        "huawei.com/Ascend310",
-    }
-)
 _GPU_LIKE = re.compile(r"gpu|ascend|^mig-", re.IGNORECASE)
 
 # Where GPU feature discovery and the clouds put the GPU model, most specific first.
@@ -867,58 +864,6 @@ def gpu_resources(capacity: Mapping[str, Any]) -> dict[str, int]:
     """The GPU-like extended resources of a node's capacity that it has any of."""
     found = {name: _whole(value) for name, value in capacity.items() if is_gpu_resource(str(name))}
     return {name: count for name, count in sorted(found.items()) if count > 0}
-
-
-@dataclass(frozen=True)
-class NodeInfo:
-    """One node as a platform admin checks it: what pods may use of it, its GPUs, whether it is Ready."""
-
-    name: str
-    cpu: str  # allocatable, as the node reports it ("15500m")
-    memory: str  # allocatable ("62Gi")
-    gpus: Mapping[str, int] = field(default_factory=dict)  # capacity per extended resource
-    gpu_model: str | None = None
-    ready: bool = True
-
-    @property
-    def gpu_resource(self) -> str | None:
-        """The node's main GPU resource: the one it has most of (a known one on a tie)."""
-        if not self.gpus:
-            return None
-        return max(self.gpus, key=lambda n: (self.gpus[n], n in KNOWN_GPU_RESOURCES, n))
-
-    def to_json(self) -> dict[str, Any]:
-        resource = self.gpu_resource
-        return {
-            "name": self.name,
-            "cpu": self.cpu,
-            "memory": self.memory,
-            "gpuResource": resource,
-            "gpuCount": self.gpus[resource] if resource else 0,
-            "gpuModel": self.gpu_model,
-            "gpus": dict(self.gpus),
-            "ready": self.ready,
-        }
-
-
-@dataclass(frozen=True)
-class ClusterInfo:
-    """What `KubernetesDriver.check` found: the server's version and its nodes."""
-
-    server_version: str
-    nodes: tuple[NodeInfo, ...] = ()
-
-    @property
-    def gpus(self) -> dict[str, int]:
-        """GPUs in the cluster per extended resource."""
-        totals: dict[str, int] = {}
-        for node in self.nodes:
-            for name, count in node.gpus.items():
-                totals[name] = totals.get(name, 0) + count
-        return totals
-
-    def to_json(self) -> dict[str, Any]:
-        return {"serverVersion": self.server_version, "nodes": [node.to_json() for node in self.nodes]}
 
 
 def node_info(node: Mapping[str, Any]) -> NodeInfo:
@@ -988,32 +933,30 @@ def current_pods(
 # ---------------------------------------------------------------------------------------- drift
 
 
-SERVICE_DRIFT_PREFIX = "service:"
-
-
 class DriftTracker:
-    """The pods of every instance, as a watch on pods sees them, and what was last reported of
-    each instance. `reset` (after a list) and `event` (a watch event) give the changes to report:
-    FAILED when an instance turns failed, READY when a failed one is all ready again. The caller
-    marks a change reported (`reported[instance] = phase`) once it was delivered, so that one that
-    could not be is given again at the instance's next change."""
+    """The pods of every owner (a compute instance, a GPU service instance: `Owner`), as a watch on
+    pods sees them, and what was last reported of each. `reset` (after a list) and `event` (a
+    watch event) give the changes to report: FAILED when an owner turns failed, READY when a failed
+    one is all ready again. The caller marks a change reported (`reported[owner] = phase`) once it
+    was delivered, so that one that could not be is given again at the owner's next change."""
 
     def __init__(self) -> None:
-        self.pods: dict[str, dict[tuple[str, str], Mapping[str, Any]]] = {}
-        self.reported: dict[str, Phase] = {}
+        self.pods: dict[Owner, dict[tuple[str, str], Mapping[str, Any]]] = {}
+        self.reported: dict[Owner, Phase] = {}
 
     @staticmethod
-    def _identity(pod: Mapping[str, Any]) -> tuple[str | None, tuple[str, str]]:
+    def _identity(pod: Mapping[str, Any]) -> tuple[Owner | None, tuple[str, str]]:
         metadata = pod.get("metadata") or {}
         labels = metadata.get("labels") or {}
-        instance = labels.get(INSTANCE_LABEL)
         key = (str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))
-        if not instance and labels.get(SERVICE_LABEL):
-            # A GPU service instance's pod: reported as "service:<id>".
-            return f"{SERVICE_DRIFT_PREFIX}{labels[SERVICE_LABEL]}", key
-        return (str(instance) if instance else None), key
+        # A compute instance's pod, or a GPU service instance's (which carries its compute
+        # instance in another label, not INSTANCE_LABEL).
+        for label in (INSTANCE_LABEL, SERVICE_LABEL):
+            if labels.get(label):
+                return Owner(label, str(labels[label])), key
+        return None, key
 
-    def reset(self, pods: Iterable[Mapping[str, Any]]) -> list[tuple[str, Observed]]:
+    def reset(self, pods: Iterable[Mapping[str, Any]]) -> list[tuple[Owner, Observed]]:
         """After a (re-)list: the list is the truth; compares it with what was reported."""
         before = set(self.pods) | set(self.reported)
         self.pods = {}
@@ -1023,7 +966,7 @@ class DriftTracker:
                 self.pods.setdefault(instance, {})[key] = pod
         return self._changes(before | set(self.pods))
 
-    def event(self, kind: str, pod: Mapping[str, Any]) -> list[tuple[str, Observed]]:
+    def event(self, kind: str, pod: Mapping[str, Any]) -> list[tuple[Owner, Observed]]:
         instance, key = self._identity(pod)
         if instance is None:
             return []
@@ -1033,10 +976,10 @@ class DriftTracker:
             self.pods.setdefault(instance, {})[key] = pod
         return self._changes({instance})
 
-    def _changes(self, instances: Iterable[str]) -> list[tuple[str, Observed]]:
+    def _changes(self, instances: Iterable[Owner]) -> list[tuple[Owner, Observed]]:
         """What to report: FAILED when an instance turns failed, READY when a failed one is ready
         again. PROGRESSING is not news."""
-        changes: list[tuple[str, Observed]] = []
+        changes: list[tuple[Owner, Observed]] = []
         for instance in sorted(instances):
             health = instance_health(self.pods.get(instance, {}).values())
             if health is None:

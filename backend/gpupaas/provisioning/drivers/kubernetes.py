@@ -61,7 +61,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -74,16 +74,23 @@ from kubernetes.config.config_exception import ConfigException
 
 from gpupaas.provisioning import render
 from gpupaas.provisioning.drivers import k8s_manifests as km
-from gpupaas.provisioning.drivers.base import Applied, ObjectRef, Observed, Phase, Progress
-from gpupaas.provisioning.drivers.k8s_manifests import ClusterInfo, NodeInfo
+from gpupaas.provisioning.drivers.base import (
+    Applied,
+    ClusterInfo,
+    ObjectRef,
+    Observed,
+    OnDrift,
+    Owner,
+    Phase,
+    Progress,
+)
 from gpupaas.provisioning.plan import MANAGED_BY, PermanentError, Plan, TemporaryError
 
-__all__ = ["ClusterConnection", "ClusterInfo", "KubernetesDriver", "NodeInfo"]
+__all__ = ["ClusterConnection", "KubernetesDriver"]
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-OnChange = Callable[[str, Observed], Awaitable[None]]
 
 PODS = km.ApiResource("v1", "Pod", "pods", namespaced=True)
 NODES = km.ApiResource("v1", "Node", "nodes", namespaced=False)
@@ -465,10 +472,10 @@ class KubernetesDriver:
 
     # ---------------------------------------------------------------------------------- check
 
-    async def check(self) -> ClusterInfo:
+    async def check(self, gpu_resource_names: Mapping[str, str] | None = None) -> ClusterInfo:
         """The API server's version and its nodes (allocatable CPU and memory, GPUs per extended
-        resource, GPU model). Raises DriverError saying what is wrong: unreachable, credentials
-        refused, or which permission (RBAC) is missing."""
+        resource as the nodes report them, GPU model). Raises DriverError saying what is wrong:
+        unreachable, credentials refused, or which permission (RBAC) is missing."""
         version = await self._get(km.Request("GET", "/version"), "reading the API server's version")
         nodes, _ = await self._list(NODES, None, None, "listing the nodes (the driver needs list on nodes)")
         server = str(version.get("gitVersion") or f"v{version.get('major', '?')}.{version.get('minor', '?')}")
@@ -735,7 +742,7 @@ class KubernetesDriver:
 
     # ---------------------------------------------------------------------------------- drift
 
-    async def watch_drift(self, on_change: OnChange, *, stop: asyncio.Event) -> None:
+    async def watch_drift(self, on_change: OnDrift, *, stop: asyncio.Event) -> None:
         """Reports the instances whose pods fail (FAILED with the reason) or recover (READY) until
         `stop` is set. Temporary failures (the API server unreachable, 5xx) are retried with a
         growing pause; a permanent one (credentials, RBAC: it needs list and watch on pods in every
@@ -778,15 +785,17 @@ class KubernetesDriver:
             executor.shutdown(wait=False, cancel_futures=True)
 
     async def _notify(
-        self, tracker: km.DriftTracker, changes: Sequence[tuple[str, Observed]], on_change: OnChange
+        self, tracker: km.DriftTracker, changes: Sequence[tuple[Owner, Observed]], on_change: OnDrift
     ) -> None:
-        for instance, observed in changes:
+        for owner, observed in changes:
             try:
-                await on_change(instance, observed)
+                await on_change(owner, observed)
             except Exception:
-                log.exception("drift watch: reporting %s %s failed", instance, observed.phase.value)
+                log.exception(
+                    "drift watch: reporting %s=%s %s failed", owner.label, owner.id, observed.phase.value
+                )
                 continue
-            tracker.reported[instance] = observed.phase
+            tracker.reported[owner] = observed.phase
 
     async def _watch(
         self,
@@ -794,7 +803,7 @@ class KubernetesDriver:
         selector: str,
         version: str,
         tracker: km.DriftTracker,
-        on_change: OnChange,
+        on_change: OnDrift,
         stop: asyncio.Event,
     ) -> str | None:
         """One watch from `version`, until it ends. The resourceVersion to go on from (of the last

@@ -92,11 +92,20 @@ from tortoise.backends.base.client import BaseDBAsyncClient
 from tortoise.transactions import in_transaction
 
 from gpupaas.provisioning import render
-from gpupaas.provisioning.drivers.base import Applied, ObjectRef, Observed, Phase, Progress
+from gpupaas.provisioning.drivers.base import (
+    Applied,
+    ClusterInfo,
+    NodeInfo,
+    ObjectRef,
+    Observed,
+    OnDrift,
+    Phase,
+    Progress,
+)
 from gpupaas.provisioning.inputs import parse_quantity
 from gpupaas.provisioning.inventory import Inventory, Node
 from gpupaas.provisioning.models import AllocationPhase, SimulatedAllocation, SimulatedCluster
-from gpupaas.provisioning.plan import DriverError, PermanentError, Plan, TemporaryError
+from gpupaas.provisioning.plan import GPU_RESOURCE_NAMES, DriverError, PermanentError, Plan, TemporaryError
 
 __all__ = [
     "FAIL_ANNOTATION",
@@ -941,6 +950,30 @@ class SimulatedDriver:
         if phase == AllocationPhase.FAILED:
             return Observed(Phase.FAILED, message)
         return Observed(Phase.PROGRESSING, message)
+
+    # ------------------------------------------------------------------------ drift, check, close
+
+    async def watch_drift(self, on_change: OnDrift, *, stop: asyncio.Event) -> None:
+        """Nothing runs on the simulated cluster, so nothing drifts: waits until `stop` is set."""
+        await stop.wait()
+
+    async def check(self, gpu_resource_names: Mapping[str, str] | None = None) -> ClusterInfo:
+        """The inventory's nodes, each GPU node's GPUs under its vendor's resource name."""
+        names = {**GPU_RESOURCE_NAMES, **(gpu_resource_names or {})}
+        nodes = tuple(
+            NodeInfo(
+                name=node.name,
+                cpu=node.cpu,
+                memory=node.memory,
+                gpus={names[node.gpu_vendor]: node.gpu_count} if node.gpu_count else {},
+                gpu_model=node.gpu_model,
+            )
+            for node in self.inventory.nodes
+        )
+        return ClusterInfo(server_version="simulated", nodes=nodes)
+
+    async def close(self) -> None:
+        """The simulation lives in the database: nothing to release."""
 
     # ------------------------------------------------------------------------------- inspection
 

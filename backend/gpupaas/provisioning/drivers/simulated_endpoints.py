@@ -1,0 +1,135 @@
+"""What answers at the simulated cluster's node ports: nothing runs there, so the process that runs
+the workers opens a small HTTP endpoint on 127.0.0.1 at each node port of a web port that should be
+up (`Endpoint`). It checks the port's access params as the real server would (JupyterLab's
+`?token=`): 200 with a page saying what would run there when they match, 403 when they do not. So
+the Connect links of `make run` work as they would on a cluster.
+
+What should be up is asked of `wanted` every `interval` seconds (the GPU service instances say:
+service_instances/endpoints.py), so endpoints follow services whichever worker started them and
+come back after a restart; one that is no longer wanted closes. A port another program holds is
+skipped (logged) and tried again later. Only loopback is ever bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import html
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, urlsplit
+
+__all__ = ["Endpoint", "SimulatedEndpoints", "Wanted"]
+
+log = logging.getLogger("gpupaas.endpoints")
+HOST = "127.0.0.1"
+_MAX_HEAD = 8192
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    service: str  # display name
+    image: str
+    port: str  # the port's name
+    params: tuple[tuple[str, str], ...]  # the access params a request must carry
+
+    def answer(self, target: str) -> tuple[int, str]:
+        given = dict(parse_qsl(urlsplit(target).query, keep_blank_values=True))
+        name = html.escape(self.service)
+        if all(given.get(key) == value for key, value in self.params):
+            signed = " You are signed in with the link's access parameters." if self.params else ""
+            return 200, (
+                f"<h1>{name}</h1><p>Port {html.escape(self.port)} of <code>{html.escape(self.image)}</code> "
+                f"would answer here: this is gpupaas's simulated cluster.{signed}</p>"
+            )
+        missing = ", ".join(html.escape(key) for key, value in self.params if given.get(key) != value)
+        return 403, f"<h1>{name}</h1><p>Forbidden: wrong or missing {missing}. Use the Connect link.</p>"
+
+
+# Node port -> the endpoint that should answer there.
+Wanted = Callable[[], Awaitable[dict[int, Endpoint]]]
+
+
+class SimulatedEndpoints:
+    def __init__(self, wanted: Wanted, *, interval: float = 1.0) -> None:
+        self.wanted = wanted
+        self.interval = interval
+        self._servers: dict[int, tuple[Endpoint, asyncio.Server]] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def ports(self) -> list[int]:
+        return sorted(self._servers)
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="simulated-endpoints")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        for port in list(self._servers):
+            await self._close(port)
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                await self.reconcile()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("reconciling the simulated endpoints failed; retrying")
+            await asyncio.sleep(self.interval)
+
+    async def reconcile(self) -> None:
+        wanted = await self.wanted()
+        for port, (endpoint, _) in list(self._servers.items()):
+            if wanted.get(port) != endpoint:
+                await self._close(port)
+        for port, endpoint in wanted.items():
+            if port in self._servers:
+                continue
+            try:
+                server = await asyncio.start_server(self._handler(endpoint), HOST, port)
+            except OSError as error:
+                log.warning(
+                    "cannot open the simulated endpoint %s:%s (%s); trying again later", HOST, port, error
+                )
+                continue
+            self._servers[port] = (endpoint, server)
+
+    async def _close(self, port: int) -> None:
+        _, server = self._servers.pop(port)
+        server.close()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(server.wait_closed(), timeout=2)
+
+    def _handler(self, endpoint: Endpoint):  # type: ignore[no-untyped-def]
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            try:
+                head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=5)
+                line = head[:_MAX_HEAD].split(b"\r\n", 1)[0].decode("latin-1")
+                parts = line.split(" ")
+                if len(parts) != 3 or parts[0] not in ("GET", "HEAD"):
+                    status, body = 400, "<p>Bad request</p>"
+                else:
+                    status, body = endpoint.answer(parts[1])
+                reason = {200: "OK", 400: "Bad Request", 403: "Forbidden"}[status]
+                data = f"<!doctype html><title>{html.escape(endpoint.service)}</title>{body}".encode()
+                writer.write(
+                    f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/html; charset=utf-8\r\n"
+                    f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n".encode()
+                    + (data if parts[0] != "HEAD" else b"")
+                )
+                await writer.drain()
+            except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+                pass
+            finally:
+                writer.close()
+                with contextlib.suppress(Exception):
+                    await writer.wait_closed()
+
+        return handle
