@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpupaas.graphql.schema import schema_sdl
+from gpupaas.api.schema import schema_sdl
 from graphql import build_schema, find_breaking_changes
 
 ROOT = Path(__file__).resolve().parent.parent

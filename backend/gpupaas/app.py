@@ -31,11 +31,11 @@ from tortoise import Tortoise
 
 from gpupaas import bootstrap, db
 from gpupaas.accounts import service as accounts
+from gpupaas.api.schema import build_schema
 from gpupaas.core.actor import ANONYMOUS, Actor
 from gpupaas.graphql import fanout, response_cache
 from gpupaas.graphql.context import SESSION_COOKIE, Context
 from gpupaas.graphql.response_cache import ResponseCache
-from gpupaas.graphql.schema import build_schema
 from gpupaas.provisioning.registry import DriverRegistry
 from gpupaas.runtime import Runtime
 from gpupaas.settings import Settings

@@ -168,7 +168,7 @@ def cmd_add_member(args: argparse.Namespace) -> None:
 
 
 def cmd_export_schema(args: argparse.Namespace) -> None:
-    from gpupaas.graphql.schema import schema_sdl
+    from gpupaas.api.schema import schema_sdl
 
     sdl = schema_sdl()
     if args.output:

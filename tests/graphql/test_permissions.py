@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpupaas.accounts import service as accounts
+from gpupaas.api.schema import build_schema
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core.actor import Role
-from gpupaas.graphql.schema import build_schema
 from tests.conftest import GraphQLClient
 from tests.factories import make_instance, make_profile, make_project, make_template, make_user, make_version
 

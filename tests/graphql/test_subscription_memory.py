@@ -10,8 +10,8 @@ from collections.abc import AsyncGenerator
 
 import strawberry
 
+from gpupaas.api.schema import build_schema
 from gpupaas.graphql.executor import ExecutionContext
-from gpupaas.graphql.schema import build_schema
 
 
 @strawberry.type

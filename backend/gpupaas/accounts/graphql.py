@@ -2,17 +2,31 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime, timedelta
 
 import strawberry
+from strawberry.dataloader import DataLoader
 
 from gpupaas.accounts import service
 from gpupaas.accounts.models import ApiToken, Membership, Project
 from gpupaas.core.actor import Principal, Role
 from gpupaas.graphql.common import DeletePayload, UserError, attempt, delete_payload
 from gpupaas.graphql.context import SESSION_COOKIE, Info
+from gpupaas.graphql.loaders import by_id
 
 RoleEnum = strawberry.enum(Role, name="Role")
+
+
+def projects_by_id() -> DataLoader[uuid.UUID, Project | None]:
+    return by_id(Project)
+
+
+async def project_of(info: Info, project_id: uuid.UUID) -> ProjectType:
+    """The project an object belongs to (a foreign key: it exists), through the request's loader."""
+    project = await info.context.loaders.get(projects_by_id).load(project_id)
+    assert project is not None
+    return ProjectType.of(project)
 
 
 @strawberry.type(name="Project")

@@ -14,12 +14,13 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import strawberry
+from strawberry.dataloader import DataLoader
 
 from gpupaas.accounts import sharing
-from gpupaas.accounts.graphql import ProjectType
+from gpupaas.accounts.graphql import ProjectType, project_of, projects_by_id
 from gpupaas.accounts.models import Project
 from gpupaas.accounts.sharing import SharingMode
 from gpupaas.catalog import readme as readme_mod
@@ -27,12 +28,14 @@ from gpupaas.catalog import service
 from gpupaas.catalog.models import (
     AllocationType,
     ComputeProfile,
+    ComputeProfileShare,
     EnvironmentTemplate,
     EnvironmentTemplateVersion,
     VersionState,
 )
 from gpupaas.catalog.reads import ListedProfile
 from gpupaas.catalog.service import SENSITIVE_MASK
+from gpupaas.clusters.graphql import ClusterType, clusters_by_id
 from gpupaas.core.errors import InvalidArgument
 from gpupaas.core.gpus import Vendor
 from gpupaas.core.pagination import encode_cursor
@@ -48,9 +51,7 @@ from gpupaas.graphql.common import (
     pairs_in,
 )
 from gpupaas.graphql.context import Info
-
-if TYPE_CHECKING:
-    from gpupaas.clusters.graphql import ClusterType
+from gpupaas.graphql.loaders import by_id, grouped, grouped_pairs
 
 VersionStateEnum = strawberry.enum(VersionState, name="VersionState")
 AllocationTypeEnum = strawberry.enum(AllocationType, name="AllocationType")
@@ -83,10 +84,35 @@ def _later(work: Awaitable[T]) -> T:
     return cast(T, work)
 
 
-async def _project(info: Info, project_id: uuid.UUID) -> ProjectType:
-    project = await info.context.loaders.project.load(project_id)
-    assert project is not None  # a foreign key: the row exists
-    return ProjectType.of(project)
+def templates_by_id() -> DataLoader[uuid.UUID, EnvironmentTemplate | None]:
+    return by_id(EnvironmentTemplate)
+
+
+def versions_by_id() -> DataLoader[uuid.UUID, EnvironmentTemplateVersion | None]:
+    return by_id(EnvironmentTemplateVersion)
+
+
+def profiles_by_id() -> DataLoader[uuid.UUID, ComputeProfile | None]:
+    return by_id(ComputeProfile)
+
+
+def versions_of_template() -> DataLoader[uuid.UUID, list[EnvironmentTemplateVersion]]:
+    """A template's versions, newest first."""
+
+    async def rows(keys: list[uuid.UUID]) -> list[EnvironmentTemplateVersion]:
+        return await EnvironmentTemplateVersion.filter(template_id__in=keys).order_by("-created_at", "-id")
+
+    return grouped(rows, lambda version: version.template_id)
+
+
+def shares_of_profile() -> DataLoader[uuid.UUID, list[uuid.UUID]]:
+    """The projects a profile is shared with (by id)."""
+
+    async def rows(keys: list[uuid.UUID]) -> list[tuple[uuid.UUID, uuid.UUID]]:
+        pairs = await ComputeProfileShare.filter(profile_id__in=keys).values_list("profile_id", "project_id")
+        return [(profile_id, project_id) for profile_id, project_id in pairs]
+
+    return grouped_pairs(rows)
 
 
 # ---------------------------------------------------------------- environment templates
@@ -165,9 +191,9 @@ class EnvironmentTemplateVersionType:
 
     @strawberry.field
     async def resources(self, info: Info) -> str | None:
-        template = await info.context.loaders.template.load(self._model.template_id)
+        template = await info.context.loaders.get(templates_by_id).load(self._model.template_id)
         assert template is not None
-        owner = await info.context.loaders.project.load(template.project_id)
+        owner = await info.context.loaders.get(projects_by_id).load(template.project_id)
         assert owner is not None
         if not service.can_see_internals(info.context.actor, template, owner):
             return None
@@ -175,14 +201,14 @@ class EnvironmentTemplateVersionType:
         # The lists read versions without their resources (catalog.reads): a partial model, on
         # which the attribute is missing.
         if getattr(version, "resources", None) is None:
-            loaded = await info.context.loaders.version.load(version.id)
+            loaded = await info.context.loaders.get(versions_by_id).load(version.id)
             assert loaded is not None
             version = loaded
         return version.resources
 
     @strawberry.field
     async def template(self, info: Info) -> EnvironmentTemplateType:
-        template = await info.context.loaders.template.load(self._model.template_id)
+        template = await info.context.loaders.get(templates_by_id).load(self._model.template_id)
         assert template is not None
         return EnvironmentTemplateType.of(template)
 
@@ -215,11 +241,11 @@ class EnvironmentTemplateType:
 
     @strawberry.field
     async def project(self, info: Info) -> ProjectType:
-        return await _project(info, self._model.project_id)
+        return await project_of(info, self._model.project_id)
 
     @strawberry.field(description="Newest first.")
     async def versions(self, info: Info) -> list[EnvironmentTemplateVersionType]:
-        rows = await info.context.loaders.versions_of_template.load(self._model.id)
+        rows = await info.context.loaders.get(versions_of_template).load(self._model.id)
         return [EnvironmentTemplateVersionType.of(v) for v in rows]
 
     @classmethod
@@ -378,19 +404,15 @@ class ComputeProfileType:
 
     @strawberry.field
     async def project(self, info: Info) -> ProjectType:
-        return await _project(info, self._model.project_id)
+        return await project_of(info, self._model.project_id)
 
     @strawberry.field(description="Where its instances go; null: the default cluster.")
-    async def cluster(
-        self, info: Info
-    ) -> Annotated[ClusterType, strawberry.lazy("gpupaas.clusters.graphql")] | None:
-        from gpupaas.clusters.graphql import ClusterType as Type
-
+    async def cluster(self, info: Info) -> ClusterType | None:
         cluster_id = self._model.cluster_id
         if cluster_id is None:
             return None
-        cluster = await info.context.loaders.cluster.load(cluster_id)
-        return Type.of(cluster) if cluster else None
+        cluster = await info.context.loaders.get(clusters_by_id).load(cluster_id)
+        return ClusterType.of(cluster) if cluster else None
 
     @strawberry.field(
         description="One per input of the template version. A sensitive input's value shows as "
@@ -420,7 +442,7 @@ class ComputeProfileType:
         return _later(self._load_sharing(info))
 
     async def _version(self, info: Info) -> EnvironmentTemplateVersion:
-        version = await info.context.loaders.version.load(self._model.template_version_id)
+        version = await info.context.loaders.get(versions_by_id).load(self._model.template_version_id)
         assert version is not None
         return version
 
@@ -432,14 +454,15 @@ class ComputeProfileType:
 
     async def _load_template(self, info: Info) -> EnvironmentTemplateType:
         version = await self._version(info)
-        template = await info.context.loaders.template.load(version.template_id)
+        template = await info.context.loaders.get(templates_by_id).load(version.template_id)
         assert template is not None
         return EnvironmentTemplateType.of(template)
 
     async def _load_sharing(self, info: Info) -> SharingType:
-        shared = await info.context.loaders.shares_of_profile.load(self._model.id)
+        shared = await info.context.loaders.get(shares_of_profile).load(self._model.id)
         visible = sharing.visible_targets(info.context.actor, self._model.project_id, shared)
-        projects = [p for p in await info.context.loaders.project.load_many(visible) if p is not None]
+        loaded = await info.context.loaders.get(projects_by_id).load_many(visible)
+        projects = [p for p in loaded if p is not None]
         return SharingType(
             mode=self._model.sharing_mode,
             projects=[ProjectType.of(p) for p in sorted(projects, key=_by_name)],

@@ -33,6 +33,7 @@ from gpupaas.catalog.models import (
     EnvironmentTemplateVersion,
     VersionState,
 )
+from gpupaas.clusters.models import Cluster
 from gpupaas.clusters.service import cluster_for_profile
 from gpupaas.core import validation
 from gpupaas.core.actor import Actor
@@ -787,3 +788,13 @@ async def set_profile_sharing(
         profile.sharing_mode = mode
         await profile.save(update_fields=["sharing_mode", "updated_at"])
     return profile
+
+
+async def profiles_on(cluster: Cluster) -> str | None:
+    """Why the cluster may not be deleted: the profiles that deploy to it (the clusters domain asks
+    through its hook), or None."""
+    profiles = await ComputeProfile.filter(cluster_id=cluster.id).values_list("name", flat=True)
+    if not profiles:
+        return None
+    shown = ", ".join(sorted(str(p) for p in profiles)[:10])
+    return f"compute profiles deploy to this cluster ({shown}): move them to another cluster first"

@@ -2,18 +2,45 @@
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Sequence
 from datetime import datetime
 
 import strawberry
+from strawberry.dataloader import DataLoader
 
 from gpupaas.clusters import service
 from gpupaas.clusters.models import Cluster, ClusterStatus
 from gpupaas.core.gpus import Vendor
 from gpupaas.graphql.common import DeletePayload, UserError, attempt, delete_payload
 from gpupaas.graphql.context import Info
+from gpupaas.graphql.loaders import by_id
 from gpupaas.provisioning.registry import ClusterDriver
 
 ClusterDriverEnum = strawberry.enum(ClusterDriver, name="ClusterDriver")
+
+
+def clusters_by_id() -> DataLoader[uuid.UUID, Cluster | None]:
+    return by_id(Cluster)
+
+
+def default_cluster() -> DataLoader[bool, Cluster | None]:
+    """The default cluster (the key is ignored: one query however many ask)."""
+
+    async def load(keys: Sequence[bool]) -> list[Cluster | None]:
+        found = await service.default_cluster()
+        return [found for _ in keys]
+
+    return DataLoader(load_fn=load)
+
+
+async def cluster_of(info: Info, cluster_id: str | uuid.UUID | None) -> Cluster | None:
+    """A snapshot's cluster, or the default one when it names none."""
+    if cluster_id:
+        return await info.context.loaders.get(clusters_by_id).load(uuid.UUID(str(cluster_id)))
+    return await info.context.loaders.get(default_cluster).load(True)
+
+
 ClusterStatusEnum = strawberry.enum(ClusterStatus, name="ClusterStatus")
 
 

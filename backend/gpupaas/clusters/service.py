@@ -5,7 +5,7 @@ and each is checked when registered or edited (reachable, version, nodes and the
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -13,18 +13,21 @@ import yaml
 from tortoise.exceptions import IntegrityError
 from tortoise.transactions import in_transaction
 
-from gpupaas.catalog.models import ComputeProfile
 from gpupaas.clusters.models import Cluster, ClusterStatus
-from gpupaas.compute.models import ComputeInstance
-from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core import crypto, validation
 from gpupaas.core.actor import Actor
 from gpupaas.core.errors import Collector, ErrorCode, UserErrors
+from gpupaas.core.hooks import Hook
 from gpupaas.core.ids import parse_id
 from gpupaas.provisioning.plan import PermanentError
 from gpupaas.provisioning.registry import Checker, ClusterDriver, ClusterTarget, resource_names
 
 DEFAULT_CLUSTER = "simulated"
+
+# What keeps a cluster from being deleted, as the domains that use clusters say (bound by
+# gpupaas.api.wiring: profiles that deploy to it, instances deployed on it). Each answers why not,
+# or None.
+CLUSTER_USERS: Hook[Sequence[Callable[[Cluster], Awaitable[str | None]]]] = Hook("the users of clusters")
 _RESOURCE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 MAX_KUBECONFIG = 256 * 1024
 
@@ -51,6 +54,10 @@ async def get_cluster(actor: Actor, cluster_id: str) -> Cluster | None:
     actor.require_user()
     cid = parse_id(cluster_id)
     return await Cluster.get_or_none(id=cid) if cid else None
+
+
+async def default_cluster() -> Cluster | None:
+    return await Cluster.get_or_none(is_default=True)
 
 
 async def ensure_default_cluster() -> Cluster:
@@ -292,26 +299,10 @@ async def delete_cluster(actor: Actor, cluster_id: str) -> str:
             "this is the default cluster: make another one the default first",
             ErrorCode.INVALID_STATE,
         )
-    profiles = await ComputeProfile.filter(cluster_id=cluster.id).values_list("name", flat=True)
-    if profiles:
-        raise UserErrors.one(
-            ("id",),
-            f"compute profiles deploy to this cluster ({', '.join(sorted(str(p) for p in profiles)[:10])}): "
-            "move them to another cluster first",
-            ErrorCode.INVALID_STATE,
-        )
-    deployed = [
-        i.name
-        for i in await ComputeInstance.exclude(status=DeploymentStatus.NOT_DEPLOYED).only("name", "snapshot")
-        if i.snapshot.get("clusterId") == str(cluster.id)
-    ]
-    if deployed:
-        raise UserErrors.one(
-            ("id",),
-            f"instances are deployed on this cluster ({', '.join(sorted(deployed)[:10])}): "
-            "destroy them first",
-            ErrorCode.INVALID_STATE,
-        )
+    for in_use in CLUSTER_USERS():
+        problem = await in_use(cluster)
+        if problem is not None:
+            raise UserErrors.one(("id",), problem, ErrorCode.INVALID_STATE)
     await cluster.delete()
     return cluster_id
 

@@ -9,24 +9,33 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from datetime import datetime
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import strawberry
+from strawberry.dataloader import DataLoader
 
 from gpupaas.accounts import sharing
-from gpupaas.accounts.graphql import ProjectType
+from gpupaas.accounts.graphql import ProjectType, project_of, projects_by_id
 from gpupaas.accounts.service import project_by_name
-from gpupaas.catalog.graphql import ComputeProfileType, ComputeResources, SharingInput, SharingType
+from gpupaas.catalog.graphql import (
+    ComputeProfileType,
+    ComputeResources,
+    SharingInput,
+    SharingType,
+    profiles_by_id,
+    shares_of_profile,
+)
 from gpupaas.catalog.models import AllocationType
-from gpupaas.clusters.graphql import ClusterType
+from gpupaas.clusters.graphql import ClusterType, clusters_by_id
 from gpupaas.compute import service, snapshot
-from gpupaas.compute.models import ComputeInstance
+from gpupaas.compute.models import ComputeInstance, ComputeInstanceShare
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core.errors import NotAuthenticated, NotFound
 from gpupaas.core.gpus import Vendor
+from gpupaas.core.hooks import Hook
 from gpupaas.events.broadcast import Overflow, StatusEvent
 from gpupaas.graphql.common import (
     DeletePayload,
@@ -42,13 +51,57 @@ from gpupaas.graphql.common import (
     pairs_in,
 )
 from gpupaas.graphql.context import Info
-from gpupaas.graphql.dataloaders import Loaders
 from gpupaas.graphql.follow import follow_events
+from gpupaas.graphql.loaders import Loaders, by_id, grouped, grouped_pairs
 from gpupaas.runs.models import DeploymentRun
 from gpupaas.runs.states import RunAction, RunStatus
 
 if TYPE_CHECKING:
-    from gpupaas.service_instances.graphql import ServiceInstanceType
+    # ComputeInstance.services shows GPU service instances, whose GraphQL sits above this package:
+    # strawberry finds the type by the lazy reference; for mypy it is Any here.
+    ServiceInstanceType = Any
+
+# `ComputeInstance.services`: the service instances of a compute instance that the caller may see,
+# as their GraphQL types (bound by gpupaas.api.wiring).
+SERVICES_OF: Hook[Callable[[Info, ComputeInstance], Awaitable[list[Any]]]] = Hook("ComputeInstance.services")
+
+
+def compute_instances_by_id() -> DataLoader[uuid.UUID, ComputeInstance | None]:
+    return by_id(ComputeInstance)
+
+
+def runs_of_instance() -> DataLoader[uuid.UUID, list[DeploymentRun]]:
+    """A compute instance's own runs (not those of its service instances), newest first."""
+
+    async def rows(keys: list[uuid.UUID]) -> list[DeploymentRun]:
+        return await DeploymentRun.filter(instance_id__in=keys, service_id=None).order_by(
+            "-created_at", "-id"
+        )
+
+    return grouped(rows, lambda run: run.instance_id)
+
+
+def shares_of_instance() -> DataLoader[uuid.UUID, list[uuid.UUID]]:
+    """The projects a compute instance is shared with (by id)."""
+
+    async def rows(keys: list[uuid.UUID]) -> list[tuple[uuid.UUID, uuid.UUID]]:
+        pairs = await ComputeInstanceShare.filter(instance_id__in=keys).values_list(
+            "instance_id", "project_id"
+        )
+        return [(instance_id, project_id) for instance_id, project_id in pairs]
+
+    return grouped_pairs(rows)
+
+
+def service_names_in() -> DataLoader[uuid.UUID, list[str]]:
+    """The names of what runs in each compute instance (its service instances)."""
+
+    async def load(keys: Sequence[uuid.UUID]) -> list[list[str]]:
+        found = await service.SERVICES_IN()(keys)
+        return [found.get(key, []) for key in keys]
+
+    return DataLoader(load_fn=load)
+
 
 DeploymentStatusEnum = strawberry.enum(DeploymentStatus, name="DeploymentStatus")
 RunActionEnum = strawberry.enum(RunAction, name="RunAction")
@@ -119,9 +172,7 @@ class ComputeInstanceType:
 
     @strawberry.field
     async def project(self, info: Info) -> ProjectType:
-        project = await info.context.loaders.project.load(self._model.project_id)
-        assert project is not None
-        return ProjectType.of(project)
+        return await project_of(info, self._model.project_id)
 
     # Computed when asked for only: a status event's subscribers mostly are not.
     @strawberry.field(description="Effective input values; sensitive ones masked.")
@@ -137,14 +188,15 @@ class ComputeInstanceType:
         profile_id = self._model.profile_id
         if profile_id is None:
             return None
-        profile = await info.context.loaders.profile.load(profile_id)
+        loaders = info.context.loaders
+        profile = await loaders.get(profiles_by_id).load(profile_id)
         if profile is None:
             return None
-        owner = await info.context.loaders.project.load(profile.project_id)
+        owner = await loaders.get(projects_by_id).load(profile.project_id)
         assert owner is not None
 
         async def shared_with_any(project_ids: list[uuid.UUID]) -> bool:
-            shared = await info.context.loaders.shares_of_profile.load(profile_id)
+            shared = await loaders.get(shares_of_profile).load(profile_id)
             return any(p in project_ids for p in shared)
 
         visible = await sharing.visible_to(info.context.actor, owner, profile.sharing_mode, shared_with_any)
@@ -155,14 +207,15 @@ class ComputeInstanceType:
         profile_id = self._model.profile_id
         if profile_id is None:
             return False
-        profile = await info.context.loaders.profile.load(profile_id)
+        profile = await info.context.loaders.get(profiles_by_id).load(profile_id)
         return profile is not None and profile.revision != self._model.profile_revision
 
     @strawberry.field
     async def sharing(self, info: Info) -> SharingType:
-        shared = await info.context.loaders.shares_of_instance.load(self._model.id)
+        shared = await info.context.loaders.get(shares_of_instance).load(self._model.id)
         visible = sharing.visible_targets(info.context.actor, self._model.project_id, shared)
-        projects = [p for p in await info.context.loaders.project.load_many(visible) if p is not None]
+        loaded = await info.context.loaders.get(projects_by_id).load_many(visible)
+        projects = [p for p in loaded if p is not None]
         return SharingType(
             mode=self._model.sharing_mode,
             projects=[ProjectType.of(p) for p in sorted(projects, key=lambda p: p.name)],
@@ -171,40 +224,35 @@ class ComputeInstanceType:
     @strawberry.field(description="The cluster of the snapshot (where it is deployed).")
     async def cluster(self, info: Info) -> ClusterType | None:
         cluster_id = self._model.snapshot.get("clusterId")
-        cluster = await info.context.loaders.cluster.load(uuid.UUID(cluster_id)) if cluster_id else None
+        cluster = (
+            await info.context.loaders.get(clusters_by_id).load(uuid.UUID(cluster_id)) if cluster_id else None
+        )
         return ClusterType.of(cluster) if cluster else None
 
     @strawberry.field(description="Its GPU service instances, newest first.")
     async def services(
         self, info: Info
     ) -> list[Annotated[ServiceInstanceType, strawberry.lazy("gpupaas.service_instances.graphql")]]:
-        from gpupaas.service_instances.graphql import ServiceInstanceType
-
-        rows = await info.context.loaders.services_of_instance.load(self._model.id)
-        # Only its own project's members see them (a project it is shared with sees the instance).
-        if not (info.context.actor.is_platform_admin or self._model.project_id in info.context.actor.roles):
-            return []
-        return [ServiceInstanceType.of(row) for row in rows]
+        return await SERVICES_OF()(info, self._model)
 
     @strawberry.field(
         description="What the caller may do with the instance now (update, deploy, destroy, delete, "
         "share), by its rights, its status and its service instances."
     )
     async def actions(self, info: Info) -> list[ComputeInstanceAction]:
-        services = await info.context.loaders.services_of_instance.load(self._model.id)
+        names = await info.context.loaders.get(service_names_in).load(self._model.id)
         return [
             ComputeInstanceAction(
                 name=ComputeInstanceActionName(request.value), allowed=reason is None, reason=reason
             )
-            for request, reason in service.actions(
-                info.context.actor, self._model, [s.name for s in services]
-            )
+            for request, reason in service.actions(info.context.actor, self._model, names)
         ]
 
     @strawberry.field(description="Newest first.")
     async def runs(self, info: Info) -> list[DeploymentRunType]:
         return [
-            DeploymentRunType.of(r) for r in await info.context.loaders.runs_of_instance.load(self._model.id)
+            DeploymentRunType.of(r)
+            for r in await info.context.loaders.get(runs_of_instance).load(self._model.id)
         ]
 
     @classmethod
@@ -389,7 +437,7 @@ def _event(
 
 
 async def _shown(item: StatusEvent) -> ComputeInstanceStatusEvent | None:
-    current = await ComputeInstance.get_or_none(id=item.instance_id)
+    current = await service.instance_of_event(item.instance_id)
     return _event(current, item.status, item.message, datetime.fromisoformat(item.at)) if current else None
 
 

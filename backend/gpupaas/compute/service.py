@@ -8,7 +8,7 @@ written in one transaction through `runs.lifecycle`, which also carries the run'
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from tortoise.exceptions import IntegrityError
@@ -28,6 +28,7 @@ from gpupaas.compute.states import DeploymentStatus, Request
 from gpupaas.core import validation
 from gpupaas.core.actor import Actor
 from gpupaas.core.errors import Collector, ErrorCode, Forbidden, NotFound, UserErrors
+from gpupaas.core.hooks import Hook
 from gpupaas.core.ids import parse_id
 from gpupaas.core.pagination import Page, paginate
 from gpupaas.core.search import matching
@@ -35,7 +36,6 @@ from gpupaas.events import outbox
 from gpupaas.provisioning.plan import PermanentError
 from gpupaas.runs import lifecycle as runs
 from gpupaas.runs.states import RunAction
-from gpupaas.service_instances.models import ServiceInstance
 
 # ---------------------------------------------------------------- visibility
 
@@ -66,6 +66,13 @@ async def get_instance(actor: Actor, instance_id: str) -> ComputeInstance | None
 
 READ_ONLY = "This instance is shared with your project read-only: only its own project may change it."
 
+# The names of the GPU service instances in each of the given compute instances (bound by
+# gpupaas.api.wiring: service instances sit above this package). They must be deleted before their
+# compute instance is destroyed: their workspaces live in its namespace.
+SERVICES_IN: Hook[Callable[[Sequence[uuid.UUID]], Awaitable[dict[uuid.UUID, list[str]]]]] = Hook(
+    "the service instances in compute instances"
+)
+
 
 def _may_change(actor: Actor, instance: ComputeInstance) -> bool:
     """Only members of its own project change an instance (projects it is shared with read it)."""
@@ -91,6 +98,13 @@ def shared_filter(project: Project) -> Q:
         | Q(sharing_mode=SharingMode.ALL_PROJECTS)
         | Q(sharing_mode=SharingMode.SELECTED_PROJECTS, id__in=Subquery(shared_with))
     )
+
+
+async def instance_of_event(instance_id: str) -> ComputeInstance | None:
+    """The instance a status event is about, as it is now (who may see it goes by the event's
+    project and shares, which the broadcaster checked)."""
+    iid = parse_id(instance_id)
+    return await ComputeInstance.get_or_none(id=iid) if iid is not None else None
 
 
 async def list_instances(
@@ -278,8 +292,8 @@ def _services_problem(request: Request, names: Sequence[str]) -> str | None:
 
 
 async def _refuse_with_services(instance: ComputeInstance, request: Request) -> None:
-    names = await ServiceInstance.filter(compute_instance_id=instance.id).values_list("name", flat=True)
-    problem = _services_problem(request, [str(n) for n in names])
+    names = (await SERVICES_IN()([instance.id])).get(instance.id, [])
+    problem = _services_problem(request, names)
     if problem is not None:
         raise UserErrors.one(("id",), problem, ErrorCode.INVALID_STATE)
 
@@ -368,3 +382,16 @@ async def set_sharing(
         instance.sharing_mode = mode
         await ComputeInstance.filter(id=instance.id).update(sharing_mode=mode, updated_at=runs.now())
     return instance
+
+
+async def instances_on(cluster: Cluster) -> str | None:
+    """Why the cluster may not be deleted: the instances deployed on it (the clusters domain asks
+    through its hook), or None."""
+    deployed = [
+        i.name
+        for i in await ComputeInstance.exclude(status=DeploymentStatus.NOT_DEPLOYED).only("name", "snapshot")
+        if i.snapshot.get("clusterId") == str(cluster.id)
+    ]
+    if not deployed:
+        return None
+    return f"instances are deployed on this cluster ({', '.join(sorted(deployed)[:10])}): destroy them first"

@@ -12,7 +12,7 @@ from strawberry.types import Info as _Info
 
 from gpupaas.core.actor import Actor
 from gpupaas.events.broadcast import StatusBroadcaster
-from gpupaas.graphql.dataloaders import Loaders
+from gpupaas.graphql.loaders import Loaders
 from gpupaas.provisioning.registry import DriverRegistry
 from gpupaas.settings import Settings
 

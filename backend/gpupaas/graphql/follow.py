@@ -19,8 +19,8 @@ from typing import Protocol, TypeVar
 
 from gpupaas.events.broadcast import Overflow, StatusBroadcaster, StatusEvent
 from gpupaas.graphql.context import Info
-from gpupaas.graphql.dataloaders import Loaders
 from gpupaas.graphql.fanout import visibility_of
+from gpupaas.graphql.loaders import Loaders
 
 
 class Followed(Protocol):

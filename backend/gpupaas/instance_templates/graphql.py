@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 
 import strawberry
+from strawberry.dataloader import DataLoader
 
-from gpupaas.accounts.graphql import ProjectType
+from gpupaas.accounts.graphql import ProjectType, projects_by_id
 from gpupaas.core.gpus import Vendor
 from gpupaas.graphql.common import (
     DeletePayload,
@@ -18,6 +20,7 @@ from gpupaas.graphql.common import (
     pairs_in,
 )
 from gpupaas.graphql.context import Info
+from gpupaas.graphql.loaders import by_id
 from gpupaas.instance_templates import service
 from gpupaas.instance_templates.models import ImagePullPolicy, InstanceTemplate, Protocol
 from gpupaas.instance_templates.spec import Port
@@ -53,6 +56,10 @@ class ContainerPortInput:
         )
 
 
+def instance_templates_by_id() -> DataLoader[uuid.UUID, InstanceTemplate | None]:
+    return by_id(InstanceTemplate)
+
+
 @strawberry.type(name="InstanceTemplate")
 class InstanceTemplateType:
     id: strawberry.ID
@@ -78,7 +85,7 @@ class InstanceTemplateType:
 
     @strawberry.field(description="Null: a global template, written by platform admins only.")
     async def project(self, info: Info) -> ProjectType | None:
-        owner = await info.context.loaders.project.load(self._model.project_id)
+        owner = await info.context.loaders.get(projects_by_id).load(self._model.project_id)
         assert owner is not None  # a foreign key: the row exists
         return None if service.is_global(owner) else ProjectType.of(owner)
 

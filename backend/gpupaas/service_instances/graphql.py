@@ -7,11 +7,14 @@ import uuid
 from collections.abc import AsyncGenerator
 from datetime import datetime
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated
 
 import strawberry
+from strawberry.dataloader import DataLoader
 
-from gpupaas.accounts.graphql import ProjectType
+from gpupaas.accounts.graphql import ProjectType, project_of
+from gpupaas.clusters.graphql import cluster_of
+from gpupaas.compute.graphql import ComputeInstanceType, compute_instances_by_id
+from gpupaas.compute.models import ComputeInstance
 from gpupaas.core.errors import NotAuthenticated, NotFound
 from gpupaas.graphql.common import (
     DeletePayload,
@@ -27,16 +30,36 @@ from gpupaas.graphql.common import (
 )
 from gpupaas.graphql.context import Info
 from gpupaas.graphql.follow import follow_events
-from gpupaas.instance_templates.graphql import ContainerPort, ContainerPortInput, InstanceTemplateType
+from gpupaas.graphql.loaders import grouped
+from gpupaas.instance_templates.graphql import (
+    ContainerPort,
+    ContainerPortInput,
+    InstanceTemplateType,
+    instance_templates_by_id,
+)
 from gpupaas.instance_templates.models import ImagePullPolicy, Protocol
 from gpupaas.service_instances import service as instances
 from gpupaas.service_instances.models import ServiceInstance
 from gpupaas.service_instances.states import Request, ServiceStatus
 
-if TYPE_CHECKING:
-    from gpupaas.compute.graphql import ComputeInstanceType
-
 ServiceStatusEnum = strawberry.enum(ServiceStatus, name="ServiceStatus")
+
+
+def services_of_instance() -> DataLoader[uuid.UUID, list[ServiceInstance]]:
+    """A compute instance's service instances, newest first."""
+
+    async def rows(keys: list[uuid.UUID]) -> list[ServiceInstance]:
+        return await ServiceInstance.filter(compute_instance_id__in=keys).order_by("-created_at", "-id")
+
+    return grouped(rows, lambda service: service.compute_instance_id)
+
+
+async def services_of(info: Info, instance: ComputeInstance) -> list[ServiceInstanceType]:
+    """`ComputeInstance.services` (compute/graphql.py asks through its hook): what the caller may see."""
+    if not instances.may_see_services_of(info.context.actor, instance):
+        return []
+    rows = await info.context.loaders.get(services_of_instance).load(instance.id)
+    return [ServiceInstanceType.of(row) for row in rows]
 
 
 @strawberry.enum(description="What a person may ask of a GPU service instance.")
@@ -87,14 +110,13 @@ class ServiceInstanceType:
 
     @strawberry.field
     async def project(self, info: Info) -> ProjectType:
-        project = await info.context.loaders.project.load(self._model.project_id)
-        assert project is not None
-        return ProjectType.of(project)
+        return await project_of(info, self._model.project_id)
 
     @strawberry.field(description="Null once the template is deleted (the instance keeps its copy).")
     async def template(self, info: Info) -> InstanceTemplateType | None:
         template_id = self._model.template_id
-        template = await info.context.loaders.instance_template.load(template_id) if template_id else None
+        loader = info.context.loaders.get(instance_templates_by_id)
+        template = await loader.load(template_id) if template_id else None
         return InstanceTemplateType.of(template) if template else None
 
     @strawberry.field(description="The template's name when the instance was created.")
@@ -102,28 +124,22 @@ class ServiceInstanceType:
         return self._model.template_name
 
     @strawberry.field
-    async def compute_instance(
-        self, info: Info
-    ) -> Annotated[ComputeInstanceType, strawberry.lazy("gpupaas.compute.graphql")]:
-        from gpupaas.compute.graphql import ComputeInstanceType
+    async def compute_instance(self, info: Info) -> ComputeInstanceType:
+        return ComputeInstanceType.of(await self._compute_instance(info))
 
-        instance = await info.context.loaders.compute_instance.load(self._model.compute_instance_id)
+    async def _compute_instance(self, info: Info) -> ComputeInstance:
+        loader = info.context.loaders.get(compute_instances_by_id)
+        instance = await loader.load(self._model.compute_instance_id)
         assert instance is not None  # a foreign key: the row exists
-        return ComputeInstanceType.of(instance)
+        return instance
 
     @strawberry.field(
         description="One link per web port (http(s)://<cluster access address>:<node port>/?<access "
         "params>) and ssh port (an ssh command), once the instance has started."
     )
     async def connect(self, info: Info) -> list[ConnectLink]:
-        instance = await info.context.loaders.compute_instance.load(self._model.compute_instance_id)
-        cluster_id = instance.snapshot.get("clusterId") if instance else None
-        loaders = info.context.loaders
-        cluster = (
-            await loaders.cluster.load(uuid.UUID(cluster_id))
-            if cluster_id
-            else await loaders.default_cluster.load(True)
-        )
+        instance = await self._compute_instance(info)
+        cluster = await cluster_of(info, instance.snapshot.get("clusterId"))
         links = await instances.connect(info.context.settings.secret_key, self._model, cluster)
         return [ConnectLink(port=link.port, url=link.url) for link in links]
 
@@ -132,8 +148,7 @@ class ServiceInstanceType:
         "delete), by its rights, its status and its compute instance's."
     )
     async def actions(self, info: Info) -> list[ServiceInstanceAction]:
-        instance = await info.context.loaders.compute_instance.load(self._model.compute_instance_id)
-        assert instance is not None  # a foreign key: the row exists
+        instance = await self._compute_instance(info)
         return [
             ServiceInstanceAction(
                 name=ServiceInstanceActionName(what.value), allowed=reason is None, reason=reason

@@ -75,6 +75,24 @@ async def get_service(actor: Actor, service_id: str) -> ServiceInstance | None:
     return await _service_for(actor, service_id)
 
 
+def may_see_services_of(actor: Actor, instance: ComputeInstance) -> bool:
+    """Only the members of a compute instance's own project see its service instances (a project
+    it is shared with sees the compute instance, not what runs in it)."""
+    return actor.is_member_of(instance.project_id)
+
+
+async def names_in(instance_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, list[str]]:
+    """The names of the service instances in each compute instance (compute's hook asks: they must
+    be deleted before it is destroyed)."""
+    found: dict[uuid.UUID, list[str]] = {}
+    rows = await ServiceInstance.filter(compute_instance_id__in=list(instance_ids)).values_list(
+        "compute_instance_id", "name"
+    )
+    for instance_id, name in rows:
+        found.setdefault(instance_id, []).append(str(name))
+    return found
+
+
 def _require_member(actor: Actor, project: Project) -> None:
     if not (actor.is_platform_admin or project.id in actor.roles):
         raise Forbidden(f'Only members of project "{project.name}" may run service instances in it.')

@@ -19,6 +19,7 @@ from strawberry.tools import merge_types
 from strawberry.types import ExecutionContext
 
 from gpupaas.accounts.graphql import AccountsMutation, AccountsQuery
+from gpupaas.api import wiring
 from gpupaas.catalog.graphql import CatalogMutation, CatalogQuery
 from gpupaas.clusters.graphql import ClustersMutation, ClustersQuery
 from gpupaas.compute.graphql import ComputeMutation, ComputeQuery, ComputeSubscription
@@ -33,6 +34,8 @@ from gpupaas.service_instances.graphql import (
 )
 from gpupaas.settings import Settings
 from graphql import GraphQLError
+
+wiring.bind()
 
 Query = merge_types(
     "Query",

@@ -1,0 +1,20 @@
+"""The hooks by which lower domains ask higher ones (core/hooks.py), bound in one place, where
+every domain is known. Bound when the schema is built (api/schema.py); `bind()` is idempotent."""
+
+from __future__ import annotations
+
+from gpupaas.catalog import service as catalog
+from gpupaas.clusters import service as clusters
+from gpupaas.compute import graphql as compute_graphql
+from gpupaas.compute import service as compute
+from gpupaas.service_instances import graphql as services_graphql
+from gpupaas.service_instances import service as services
+
+
+def bind() -> None:
+    # A compute instance with service instances in it is not destroyed or deleted, and
+    # ComputeInstance.services lists them.
+    compute.SERVICES_IN.bind(services.names_in)
+    compute_graphql.SERVICES_OF.bind(services_graphql.services_of)
+    # A cluster that profiles deploy to, or instances are deployed on, is not deleted.
+    clusters.CLUSTER_USERS.bind((catalog.profiles_on, compute.instances_on))
