@@ -1,7 +1,7 @@
 import { ActionIcon, Anchor, Badge, Button, Card, Center, Group, Loader, Menu, Select, Stack, Table, Text, TextInput, Title, Tooltip, VisuallyHidden } from "@mantine/core";
 import { useDebouncedValue, useMediaQuery } from "@mantine/hooks";
 import { IconDots, IconEdit, IconPlayerPlay, IconPlus, IconSearch, IconShare, IconTrash, IconWreckingBall } from "@tabler/icons-react";
-import { useCallback, useEffect, useRef, useState, type ReactNode } from "react";
+import { useCallback, useEffect, useEffectEvent, useRef, useState, type ReactNode } from "react";
 import { Link, useSearchParams } from "react-router-dom";
 import { useQuery } from "urql";
 
@@ -104,13 +104,14 @@ export function InstancesPage() {
   }, [debounced, setParams]);
 
   // An event about an instance the list does not hold: a new one (or one newly shared). Ask again.
-  const known = useRef(new Set<string>());
-  known.current = new Set(list.rows.map((row) => row.id));
+  // (Only a new event asks: rows changing by themselves must not, or a filtered-out instance's
+  // event would ask again after every answer.)
+  const holds = useEffectEvent((id: string) => list.rows.some((row) => row.id === id));
   const { refresh } = list;
   const lastEvent = live.feed[0];
   const { loaded } = list;
   useEffect(() => {
-    if (!loaded || !lastEvent || known.current.has(lastEvent.id)) return;
+    if (!loaded || !lastEvent || holds(lastEvent.id)) return;
     const timer = window.setTimeout(refresh, 400);
     return () => window.clearTimeout(timer);
   }, [loaded, lastEvent, refresh]);

@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useRef, useState } from "react";
+import { useCallback, useState } from "react";
 import { useQuery, type CombinedError } from "urql";
 
 import { graphql } from "../../gql";
@@ -104,43 +104,41 @@ export function useInstanceList(project: string, search: string, status: Deploym
   const [state, setState] = useState<ListState>(() => initial(key));
   const current = state.key === key ? state : initial(key);
 
-  const apply = useCallback(
-    (page: Connection, after: Edge | null) =>
-      setState((previous) => {
-        const base = previous.key === key ? previous : initial(key);
-        return {
-          key,
-          loaded: true,
-          rows: mergePage(base.rows, page, after),
-          total: page.totalCount,
-          complete: base.complete || !page.pageInfo.hasNextPage,
-        };
-      }),
-    [key],
-  );
+  // Answers are folded into the rows as they settle (during render, when a new one is there: an
+  // effect would render the old rows first). While fetching, urql still shows the previous
+  // variables' answer: only settled answers count.
+  const [applied, setApplied] = useState<{ first: Connection | null; next: Connection | null }>({ first: null, next: null });
+  const apply = (page: Connection, after: Edge | null) =>
+    setState((previous) => {
+      const base = previous.key === key ? previous : initial(key);
+      return {
+        key,
+        loaded: true,
+        rows: mergePage(base.rows, page, after),
+        total: page.totalCount,
+        complete: base.complete || !page.pageInfo.hasNextPage,
+      };
+    });
 
-  // While fetching, urql still shows the previous variables' answer: only settled answers count.
   const firstData = firstPage.fetching ? undefined : firstPage.data?.computeInstances;
-  useEffect(() => {
-    if (firstData) apply(firstData, null);
-  }, [firstData, apply]);
+  if (firstData && firstData !== applied.first) {
+    setApplied((done) => ({ ...done, first: firstData }));
+    apply(firstData, null);
+  }
 
   const [moreError, setMoreError] = useState<CombinedError | null>(null);
   const nextData = nextPage.fetching || !loadingMore ? undefined : nextPage.data?.computeInstances;
-  const applied = useRef<Connection | null>(null);
-  useEffect(() => {
-    if (!more || more.key !== key) return;
+  if (more && more.key === key) {
     if (nextPage.error && !nextPage.fetching) {
       setMoreError(nextPage.error);
       setMore(null);
-      return;
+    } else if (nextData && nextData !== applied.next) {
+      setApplied((done) => ({ ...done, next: nextData }));
+      apply(nextData, more.after);
+      setMoreError(null);
+      setMore(null);
     }
-    if (!nextData || nextData === applied.current) return;
-    applied.current = nextData;
-    apply(nextData, more.after);
-    setMoreError(null);
-    setMore(null);
-  }, [nextData, nextPage.error, nextPage.fetching, more, key, apply]);
+  }
 
   const loadMore = () => {
     const last = current.rows[current.rows.length - 1];

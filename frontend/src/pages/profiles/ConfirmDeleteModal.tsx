@@ -1,6 +1,6 @@
 import { Alert, Button, Group, List, Modal, Text } from "@mantine/core";
 import { IconAlertTriangle } from "@tabler/icons-react";
-import { useEffect, useState, type ReactNode } from "react";
+import { useState, type ReactNode } from "react";
 
 /** Asks before a destructive action ("This cannot be undone.") and keeps the dialog open with the
  * server's errors when it refuses. `onConfirm` resolves to the messages to show (empty: done). */
@@ -19,11 +19,27 @@ export function ConfirmDeleteModal({
   onConfirm: () => Promise<string[]>;
   onClose: () => void;
 }) {
+  return (
+    <Modal opened={opened} onClose={onClose} title={title} centered>
+      {/* Inside the modal: it starts afresh (no errors of an earlier try) each time it opens. */}
+      <ConfirmDelete message={message} confirmLabel={confirmLabel} onConfirm={onConfirm} onClose={onClose} />
+    </Modal>
+  );
+}
+
+function ConfirmDelete({
+  message,
+  confirmLabel,
+  onConfirm,
+  onClose,
+}: {
+  message: ReactNode;
+  confirmLabel: string;
+  onConfirm: () => Promise<string[]>;
+  onClose: () => void;
+}) {
   const [busy, setBusy] = useState(false);
   const [errors, setErrors] = useState<string[]>([]);
-  useEffect(() => {
-    if (opened) setErrors([]);
-  }, [opened]);
 
   async function confirm() {
     setBusy(true);
@@ -37,7 +53,7 @@ export function ConfirmDeleteModal({
   }
 
   return (
-    <Modal opened={opened} onClose={onClose} title={title} centered>
+    <>
       <Text size="sm" mb="xs">
         {message}
       </Text>
@@ -61,6 +77,6 @@ export function ConfirmDeleteModal({
           {confirmLabel}
         </Button>
       </Group>
-    </Modal>
+    </>
   );
 }

@@ -16,10 +16,10 @@ export function ProfileIcon({
   onStatus?: (status: "none" | "loading" | "loaded" | "failed") => void;
 }) {
   const src = url?.trim() || "";
-  const [status, setStatus] = useState<"none" | "loading" | "loaded" | "failed">(src ? "loading" : "none");
-  useEffect(() => {
-    setStatus(src ? "loading" : "none");
-  }, [src]);
+  // What became of the image at `src` (a new URL starts loading again).
+  const [seen, setSeen] = useState<{ src: string; status: "loaded" | "failed" } | null>(null);
+  const status = !src ? "none" : seen?.src === src ? seen.status : "loading";
+  const setStatus = (next: "loaded" | "failed") => setSeen({ src, status: next });
   useEffect(() => {
     onStatus?.(status);
   }, [status, onStatus]);

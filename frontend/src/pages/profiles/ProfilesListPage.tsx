@@ -32,33 +32,40 @@ export function ProfilesListPage() {
   const variables = { project, search: debounced || null, first: PROFILES_PAGE_SIZE };
   // cache-and-network: an empty first page names no ComputeProfile, so adding one would not refetch it.
   const [{ data, fetching, error }, reexecute] = useQuery({ query: ProfilesListDocument, variables, requestPolicy: "cache-and-network" });
-  // Pages after the first: each asks for the page after the one before it.
-  const [extraPages, setExtraPages] = useState(0);
-  const [extraStates, setExtraStates] = useState<Record<number, PageState>>({});
+  // Pages after the first: each asks for the page after the one before it. Another project or
+  // search starts again from the first page.
+  const listKey = JSON.stringify([project, debounced]);
+  const [more, setMore] = useState<{ key: string; pages: number; states: Record<number, PageState> }>({ key: listKey, pages: 0, states: {} });
+  const current = more.key === listKey ? more : { key: listKey, pages: 0, states: {} };
+  const extraPages = current.pages;
+  const extraStates = current.states;
   const [refreshToken, setRefreshToken] = useState(0);
   const [sharing, setSharing] = useState<SharingTarget | null>(null);
   const [deleting, setDeleting] = useState<Row | null>(null);
   const [, deleteProfile] = useMutation(ProfileDeleteDocument);
-
-  useEffect(() => {
-    setExtraPages(0);
-    setExtraStates({});
-  }, [project, debounced]);
 
   const refresh = useCallback(() => {
     reexecute({ requestPolicy: "network-only" });
     setRefreshToken((token) => token + 1);
   }, [reexecute]);
 
-  const reportPage = useCallback((index: number, state: PageState) => {
-    setExtraStates((states) => {
-      const old = states[index];
-      if (old && old.endCursor === state.endCursor && old.hasNextPage === state.hasNextPage && old.fetching === state.fetching) {
-        return states;
-      }
-      return { ...states, [index]: state };
+  const reportPage = useCallback(
+    (index: number, state: PageState) =>
+      setMore((previous) => {
+        const old = previous.key === listKey ? previous.states[index] : undefined;
+        if (old && old.endCursor === state.endCursor && old.hasNextPage === state.hasNextPage && old.fetching === state.fetching) {
+          return previous;
+        }
+        const base = previous.key === listKey ? previous : { key: listKey, pages: 0, states: {} };
+        return { ...base, states: { ...base.states, [index]: state } };
+      }),
+    [listKey],
+  );
+  const loadMore = () =>
+    setMore((previous) => {
+      const base = previous.key === listKey ? previous : { key: listKey, pages: 0, states: {} };
+      return { ...base, pages: base.pages + 1 };
     });
-  }, []);
 
   const connection = data?.computeProfiles;
   const base = `/p/${project}/studio/profiles`;
@@ -139,7 +146,7 @@ export function ProfilesListPage() {
             {connection.totalCount} compute profile{connection.totalCount === 1 ? "" : "s"}
           </Text>
           {lastState?.hasNextPage && (
-            <Button variant="light" loading={lastState.fetching} onClick={() => setExtraPages((n) => n + 1)}>
+            <Button variant="light" loading={lastState.fetching} onClick={loadMore}>
               Load more
             </Button>
           )}

@@ -1,6 +1,6 @@
 import { Alert, Button, Group, Modal, Stack, Text, TextInput, Textarea } from "@mantine/core";
 import { notifications } from "@mantine/notifications";
-import { useEffect, useState } from "react";
+import { useState } from "react";
 import { useNavigate } from "react-router-dom";
 import { useMutation } from "urql";
 
@@ -26,21 +26,21 @@ function Problems({ messages }: { messages: string[] }) {
 
 /** "Add Environment Template": a name (it cannot change), a display name and a description. */
 export function CreateTemplateModal({ opened, project, onClose }: { opened: boolean; project: string; onClose: () => void }) {
+  return (
+    <Modal opened={opened} onClose={onClose} title="Add Environment Template" centered>
+      {/* Inside the modal: an empty form each time it opens. */}
+      <CreateTemplateForm project={project} onClose={onClose} />
+    </Modal>
+  );
+}
+
+function CreateTemplateForm({ project, onClose }: { project: string; onClose: () => void }) {
   const navigate = useNavigate();
   const [name, setName] = useState("");
   const [displayName, setDisplayName] = useState("");
   const [description, setDescription] = useState("");
   const [errors, setErrors] = useState<Record<string, string>>({});
   const [{ fetching }, create] = useMutation(EnvTemplateCreateDocument);
-
-  useEffect(() => {
-    if (opened) {
-      setName("");
-      setDisplayName("");
-      setDescription("");
-      setErrors({});
-    }
-  }, [opened]);
 
   async function submit(event: React.FormEvent) {
     event.preventDefault();
@@ -66,45 +66,43 @@ export function CreateTemplateModal({ opened, project, onClose }: { opened: bool
   }
 
   return (
-    <Modal opened={opened} onClose={onClose} title="Add Environment Template" centered>
-      <form onSubmit={submit} noValidate>
-        <Stack>
-          <TextInput
-            label="Unique Name"
-            description="Lowercase letters, digits and '-'. It cannot be changed later."
-            required
-            value={name}
-            error={errors.name}
-            onChange={(e) => setName(e.currentTarget.value)}
-            data-autofocus
-          />
-          <TextInput
-            label="Display Name"
-            description="Defaults to the unique name."
-            value={displayName}
-            error={errors.displayName}
-            onChange={(e) => setDisplayName(e.currentTarget.value)}
-          />
-          <Textarea
-            label="Description"
-            autosize
-            minRows={2}
-            value={description}
-            error={errors.description}
-            onChange={(e) => setDescription(e.currentTarget.value)}
-          />
-          <Problems messages={unplacedErrors(errors, FIELDS)} />
-          <Group justify="flex-end">
-            <Button variant="default" onClick={onClose}>
-              Cancel
-            </Button>
-            <Button type="submit" loading={fetching}>
-              Add Environment Template
-            </Button>
-          </Group>
-        </Stack>
-      </form>
-    </Modal>
+    <form onSubmit={submit} noValidate>
+      <Stack>
+        <TextInput
+          label="Unique Name"
+          description="Lowercase letters, digits and '-'. It cannot be changed later."
+          required
+          value={name}
+          error={errors.name}
+          onChange={(e) => setName(e.currentTarget.value)}
+          data-autofocus
+        />
+        <TextInput
+          label="Display Name"
+          description="Defaults to the unique name."
+          value={displayName}
+          error={errors.displayName}
+          onChange={(e) => setDisplayName(e.currentTarget.value)}
+        />
+        <Textarea
+          label="Description"
+          autosize
+          minRows={2}
+          value={description}
+          error={errors.description}
+          onChange={(e) => setDescription(e.currentTarget.value)}
+        />
+        <Problems messages={unplacedErrors(errors, FIELDS)} />
+        <Group justify="flex-end">
+          <Button variant="default" onClick={onClose}>
+            Cancel
+          </Button>
+          <Button type="submit" loading={fetching}>
+            Add Environment Template
+          </Button>
+        </Group>
+      </Stack>
+    </form>
   );
 }
 
@@ -118,22 +116,29 @@ export function EditTemplateModal({
   onClose: () => void;
   onSaved: () => void;
 }) {
-  const [displayName, setDisplayName] = useState("");
-  const [description, setDescription] = useState("");
+  return (
+    <Modal opened={template !== null} onClose={onClose} title="Edit Environment Template" centered>
+      {template && <EditTemplateForm key={template.id} template={template} onClose={onClose} onSaved={onSaved} />}
+    </Modal>
+  );
+}
+
+function EditTemplateForm({
+  template,
+  onClose,
+  onSaved,
+}: {
+  template: { id: string; name: string; displayName: string; description?: string | null };
+  onClose: () => void;
+  onSaved: () => void;
+}) {
+  const [displayName, setDisplayName] = useState(template.displayName);
+  const [description, setDescription] = useState(template.description ?? "");
   const [errors, setErrors] = useState<Record<string, string>>({});
   const [{ fetching }, update] = useMutation(EnvTemplateUpdateDocument);
 
-  useEffect(() => {
-    if (template) {
-      setDisplayName(template.displayName);
-      setDescription(template.description ?? "");
-      setErrors({});
-    }
-  }, [template]);
-
   async function submit(event: React.FormEvent) {
     event.preventDefault();
-    if (!template) return;
     if (!displayName.trim()) {
       setErrors({ displayName: "Required" });
       return;
@@ -154,36 +159,34 @@ export function EditTemplateModal({
   }
 
   return (
-    <Modal opened={template !== null} onClose={onClose} title="Edit Environment Template" centered>
-      <form onSubmit={submit} noValidate>
-        <Stack>
-          <TextInput label="Unique Name" value={template?.name ?? ""} readOnly variant="filled" description="It cannot be changed." />
-          <TextInput
-            label="Display Name"
-            required
-            value={displayName}
-            error={errors.displayName}
-            onChange={(e) => setDisplayName(e.currentTarget.value)}
-          />
-          <Textarea
-            label="Description"
-            autosize
-            minRows={2}
-            value={description}
-            error={errors.description}
-            onChange={(e) => setDescription(e.currentTarget.value)}
-          />
-          <Problems messages={unplacedErrors(errors, FIELDS)} />
-          <Group justify="flex-end">
-            <Button variant="default" onClick={onClose}>
-              Cancel
-            </Button>
-            <Button type="submit" loading={fetching}>
-              Save Changes
-            </Button>
-          </Group>
-        </Stack>
-      </form>
-    </Modal>
+    <form onSubmit={submit} noValidate>
+      <Stack>
+        <TextInput label="Unique Name" value={template.name} readOnly variant="filled" description="It cannot be changed." />
+        <TextInput
+          label="Display Name"
+          required
+          value={displayName}
+          error={errors.displayName}
+          onChange={(e) => setDisplayName(e.currentTarget.value)}
+        />
+        <Textarea
+          label="Description"
+          autosize
+          minRows={2}
+          value={description}
+          error={errors.description}
+          onChange={(e) => setDescription(e.currentTarget.value)}
+        />
+        <Problems messages={unplacedErrors(errors, FIELDS)} />
+        <Group justify="flex-end">
+          <Button variant="default" onClick={onClose}>
+            Cancel
+          </Button>
+          <Button type="submit" loading={fetching}>
+            Save Changes
+          </Button>
+        </Group>
+      </Stack>
+    </form>
   );
 }
