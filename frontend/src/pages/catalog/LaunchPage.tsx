@@ -1,12 +1,13 @@
-import { Alert, Anchor, Breadcrumbs, Button, Card, Divider, Grid, Group, Stack, Text, TextInput, Textarea, Title } from "@mantine/core";
+import { Anchor, Breadcrumbs, Button, Card, Divider, Grid, Group, Stack, Text, TextInput, Textarea, Title } from "@mantine/core";
 import { notifications } from "@mantine/notifications";
-import { IconAlertTriangle, IconDeviceFloppy, IconRocket } from "@tabler/icons-react";
+import { IconDeviceFloppy, IconRocket } from "@tabler/icons-react";
 import { useMemo, useState, type FormEvent } from "react";
 import { Link, useNavigate, useParams } from "react-router-dom";
 import { useMutation, useQuery } from "urql";
 
 import { useProject } from "../../app/project";
-import { describeError, errorsByField, unplacedErrors } from "../../components/errors";
+import { describeError, errorsByField } from "../../components/errors";
+import { FormErrors } from "../../components/FormErrors";
 import { KeyValueEditor, type Pair } from "../../components/KeyValueEditor";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
 import { graphql } from "../../gql";
@@ -49,6 +50,9 @@ function filled(pairs: Pair[]): Pair[] {
   return pairs.filter((pair) => pair.key.trim() || pair.value.trim());
 }
 
+/** The fields the form shows errors next to. */
+const PLACED = ["name", "displayName", "description", "labels", "annotations", "project"];
+
 function LaunchForm({ profile, project }: { profile: Profile; project: string }) {
   const navigate = useNavigate();
   const fields = useMemo(() => inputFields(profile.environmentTemplateVersion.inputs, profile.inputSettings), [profile]);
@@ -67,7 +71,6 @@ function LaunchForm({ profile, project }: { profile: Profile; project: string })
   const [, create] = useMutation(CatalogInstanceCreateDocument);
 
   const { byName: inputErrors, remaining } = inputErrorsByName(errors, sentInputs, editable.map((f) => f.name));
-  const summary = unplacedErrors(remaining, ["name", "displayName", "description", "labels", "annotations", "project"]);
 
   const submit = async (deploy: boolean) => {
     const problems: Record<string, string> = {};
@@ -219,17 +222,7 @@ function LaunchForm({ profile, project }: { profile: Profile; project: string })
           </Stack>
         </Card>
 
-        {summary.length > 0 && (
-          <Alert color="red" icon={<IconAlertTriangle size={18} />} title="The instance was not created" role="alert">
-            <Stack gap={2}>
-              {summary.map((message) => (
-                <Text key={message} size="sm">
-                  {message}
-                </Text>
-              ))}
-            </Stack>
-          </Alert>
-        )}
+        <FormErrors title="The instance was not created" errors={remaining} placed={PLACED} />
 
         <Group justify="flex-end" gap="sm">
           <Button variant="subtle" component={Link} to={`/p/${project}/catalog/${profile.id}`}>

@@ -24,7 +24,8 @@ import { Link, useNavigate, useParams } from "react-router-dom";
 import { useMutation, useQuery } from "urql";
 
 import { useProject } from "../../app/project";
-import { describeError, errorsByField, unplacedErrors, type ServerError } from "../../components/errors";
+import { describeError, errorsByField, type ServerError } from "../../components/errors";
+import { FormErrors } from "../../components/FormErrors";
 import { ErrorState, Loading } from "../../components/states";
 import type { ClusterDriver, ClusterFieldsFragment, Vendor } from "../../gql/graphql";
 import { checkSummary } from "./common";
@@ -93,7 +94,6 @@ function ClusterForm({ cluster }: { cluster: ClusterFieldsFragment | null }) {
   );
   const [isDefault, setIsDefault] = useState(cluster?.isDefault ?? false);
   const [errors, setErrors] = useState<Record<string, string>>({});
-  const [failure, setFailure] = useState<string | null>(null);
   const [{ fetching: creating }, create] = useMutation(ClusterCreateDocument);
   const [{ fetching: updating }, update] = useMutation(ClusterUpdateDocument);
   const base = `/p/${project}/studio/clusters`;
@@ -101,7 +101,6 @@ function ClusterForm({ cluster }: { cluster: ClusterFieldsFragment | null }) {
 
   async function submit(event: FormEvent) {
     event.preventDefault();
-    setFailure(null);
     const missing: Record<string, string> = {};
     if (!editing && !name.trim()) missing.name = "A name is required";
     resources.forEach((row, index) => {
@@ -130,7 +129,7 @@ function ClusterForm({ cluster }: { cluster: ClusterFieldsFragment | null }) {
         },
       });
       if (result.error || !result.data) {
-        setFailure(describeError(result.error) ?? "No answer from the server.");
+        setErrors({ "": describeError(result.error) ?? "No answer from the server." });
         return;
       }
       userErrors = result.data.updateCluster.userErrors;
@@ -150,7 +149,7 @@ function ClusterForm({ cluster }: { cluster: ClusterFieldsFragment | null }) {
         },
       });
       if (result.error || !result.data) {
-        setFailure(describeError(result.error) ?? "No answer from the server.");
+        setErrors({ "": describeError(result.error) ?? "No answer from the server." });
         return;
       }
       userErrors = result.data.createCluster.userErrors;
@@ -167,8 +166,6 @@ function ClusterForm({ cluster }: { cluster: ClusterFieldsFragment | null }) {
     });
     navigate(`${base}/${saved.id}`);
   }
-
-  const unplaced = unplacedErrors(errors, PLACED);
 
   return (
     <Stack maw={900}>
@@ -375,22 +372,7 @@ function ClusterForm({ cluster }: { cluster: ClusterFieldsFragment | null }) {
             </Group>
           </Section>
 
-          {failure && (
-            <Alert color="red" role="alert" title="Not saved">
-              {failure}
-            </Alert>
-          )}
-          {unplaced.length > 0 && (
-            <Alert color="red" role="alert" title="Please fix the following">
-              <Stack gap={2}>
-                {unplaced.map((message) => (
-                  <Text key={message} size="sm">
-                    {message}
-                  </Text>
-                ))}
-              </Stack>
-            </Alert>
-          )}
+          <FormErrors title="Not saved" errors={errors} placed={PLACED} />
           <Text size="xs" c="dimmed">
             Saving checks the cluster at once: reachable, version, nodes and their GPUs.
           </Text>

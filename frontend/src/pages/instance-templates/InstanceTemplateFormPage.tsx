@@ -25,7 +25,8 @@ import { useMutation, useQuery } from "urql";
 import { useAuth } from "../../app/auth";
 import { useProject } from "../../app/project";
 import { ConfirmButton } from "../../components/ConfirmButton";
-import { describeError, errorsByField, unplacedErrors, type ServerError } from "../../components/errors";
+import { describeError, errorsByField, type ServerError } from "../../components/errors";
+import { FormErrors } from "../../components/FormErrors";
 import { toPairs, type Pair } from "../../components/KeyValueEditor";
 import { ErrorState, Loading } from "../../components/states";
 import type { ImagePullPolicy, InstanceTemplateFieldsFragment, Vendor } from "../../gql/graphql";
@@ -143,7 +144,6 @@ function TemplateForm({ template }: { template: InstanceTemplateFieldsFragment |
   const readOnly = template !== null && !canWrite(template, isPlatformAdmin, isAdmin);
   const [state, setState] = useState<TemplateFormState>(template ? fromTemplate(template) : EMPTY);
   const [errors, setErrors] = useState<Record<string, string>>({});
-  const [failure, setFailure] = useState<string | null>(null);
   const [{ fetching: creating }, create] = useMutation(InstanceTemplateCreateDocument);
   const [{ fetching: updating }, update] = useMutation(InstanceTemplateUpdateDocument);
   const [, remove] = useMutation(InstanceTemplateDeleteDocument);
@@ -154,7 +154,6 @@ function TemplateForm({ template }: { template: InstanceTemplateFieldsFragment |
 
   async function submit(event: FormEvent) {
     event.preventDefault();
-    setFailure(null);
     const missing = required(state, editing);
     if (Object.keys(missing).length) {
       setErrors(missing);
@@ -178,7 +177,7 @@ function TemplateForm({ template }: { template: InstanceTemplateFieldsFragment |
     if (template) {
       const result = await update({ input: { id: template.id, ...spec } });
       if (result.error || !result.data) {
-        setFailure(describeError(result.error) ?? "No answer from the server.");
+        setErrors({ "": describeError(result.error) ?? "No answer from the server." });
         return;
       }
       userErrors = result.data.updateInstanceTemplate.userErrors;
@@ -196,7 +195,7 @@ function TemplateForm({ template }: { template: InstanceTemplateFieldsFragment |
         },
       });
       if (result.error || !result.data) {
-        setFailure(describeError(result.error) ?? "No answer from the server.");
+        setErrors({ "": describeError(result.error) ?? "No answer from the server." });
         return;
       }
       userErrors = result.data.createInstanceTemplate.userErrors;
@@ -215,18 +214,17 @@ function TemplateForm({ template }: { template: InstanceTemplateFieldsFragment |
     const result = await remove({ id: template.id });
     const payload = result.data?.deleteInstanceTemplate;
     if (result.error || !payload) {
-      setFailure(describeError(result.error) ?? "No answer from the server.");
+      setErrors({ "": describeError(result.error) ?? "No answer from the server." });
       return;
     }
     if (payload.userErrors.length) {
-      setFailure(payload.userErrors.map((e) => e.message).join("; "));
+      setErrors({ "": payload.userErrors.map((e) => e.message).join("; ") });
       return;
     }
     notifications.show({ color: "green", message: `Instance template "${template.displayName}" deleted.` });
     navigate(list);
   }
 
-  const unplaced = unplacedErrors(errors, PLACED);
   const title = !template ? "Add Instance Template" : readOnly ? template.displayName : `Edit ${template.displayName}`;
 
   return (
@@ -370,22 +368,7 @@ function TemplateForm({ template }: { template: InstanceTemplateFieldsFragment |
           </Stack>
         </Fieldset>
         <Stack mt="md">
-          {failure && (
-            <Alert color="red" role="alert" title="Not saved">
-              {failure}
-            </Alert>
-          )}
-          {unplaced.length > 0 && (
-            <Alert color="red" role="alert" title="Please fix the following">
-              <Stack gap={2}>
-                {unplaced.map((message) => (
-                  <Text key={message} size="sm">
-                    {message}
-                  </Text>
-                ))}
-              </Stack>
-            </Alert>
-          )}
+          <FormErrors title="Not saved" errors={errors} placed={PLACED} />
           <Group justify="space-between">
             <Group>
               {template && !readOnly && !template.builtIn && (

@@ -1,12 +1,13 @@
 import { Alert, Anchor, Breadcrumbs, Button, Card, Divider, Group, Stack, Text, TextInput, Textarea, Title } from "@mantine/core";
 import { notifications } from "@mantine/notifications";
-import { IconAlertTriangle, IconDeviceFloppy, IconInfoCircle, IconPlayerPlay } from "@tabler/icons-react";
+import { IconDeviceFloppy, IconInfoCircle, IconPlayerPlay } from "@tabler/icons-react";
 import { useMemo, useState, type FormEvent } from "react";
 import { Link, useNavigate, useParams } from "react-router-dom";
 import { useMutation, useQuery } from "urql";
 
 import { useProject } from "../../app/project";
-import { describeError, errorsByField, unplacedErrors } from "../../components/errors";
+import { describeError, errorsByField } from "../../components/errors";
+import { FormErrors } from "../../components/FormErrors";
 import { KeyValueEditor, toPairs, type Pair } from "../../components/KeyValueEditor";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
 import { StatusBadge } from "../../components/StatusBadge";
@@ -145,7 +146,6 @@ function EditForm({ instance, project }: { instance: Instance; project: string }
 
   const inputsChanged = editable.some((field) => (values[field.name] ?? "") !== (initial[field.name] ?? ""));
   const { byName: inputErrors, remaining } = inputErrorsByName(errors, sentInputs, editable.map((f) => f.name));
-  const summary = unplacedErrors(remaining, ["displayName", "description", "labels", "annotations"]);
 
   const hiddenHint = (field: InputField) => {
     const had = instance.inputs.some((input) => input.key === field.name);
@@ -294,17 +294,7 @@ function EditForm({ instance, project }: { instance: Instance; project: string }
           </Stack>
         </Card>
 
-        {summary.length > 0 && (
-          <Alert color="red" icon={<IconAlertTriangle size={18} />} title="Not saved" role="alert">
-            <Stack gap={2}>
-              {summary.map((message) => (
-                <Text key={message} size="sm">
-                  {message}
-                </Text>
-              ))}
-            </Stack>
-          </Alert>
-        )}
+        <FormErrors title="Not saved" errors={remaining} placed={["displayName", "description", "labels", "annotations"]} />
 
         <Group justify="flex-end" gap="sm">
           <Button variant="subtle" component={Link} to={overview}>

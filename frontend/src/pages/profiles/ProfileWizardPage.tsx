@@ -1,5 +1,4 @@
 import {
-  Alert,
   Anchor,
   Breadcrumbs,
   Button,
@@ -23,7 +22,8 @@ import { Link, useNavigate, useParams } from "react-router-dom";
 import { useMutation, useQuery } from "urql";
 
 import { useProject } from "../../app/project";
-import { describeError, errorsByField, fieldKey, unplacedErrors, type ServerError } from "../../components/errors";
+import { describeError, errorsByField, fieldKey, type ServerError } from "../../components/errors";
+import { FormErrors } from "../../components/FormErrors";
 import { KeyValueEditor } from "../../components/KeyValueEditor";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
 import type { ProfileWizardOptionsQuery, Vendor } from "../../gql/graphql";
@@ -178,7 +178,6 @@ function ProfileWizard({
   const version = template?.versions.find((v) => v.id === values.versionId);
   const last = STEPS.length - 1;
   const stepErrors = useMemo(() => stepsWithErrors(errors), [errors]);
-  const unplaced = unplacedErrors(errors, PLACED_FIELDS);
   const base = `/p/${project}/studio/profiles`;
 
   /** Changes values and forgets the errors of the fields changed. */
@@ -606,17 +605,7 @@ function ProfileWizard({
             </Stepper.Step>
           ))}
         </Stepper>
-        {unplaced.length > 0 && (
-          <Alert color="red" icon={<IconAlertTriangle size={18} />} title="The compute profile was not saved" role="alert">
-            <Stack gap={2}>
-              {unplaced.map((message) => (
-                <Text key={message} size="sm">
-                  {message}
-                </Text>
-              ))}
-            </Stack>
-          </Alert>
-        )}
+        <FormErrors title="The compute profile was not saved" errors={errors} placed={PLACED_FIELDS} />
         {stepErrors.size > 0 && !stepErrors.has(active) && (
           <Text size="sm" c="red">
             Some fields have errors: see the steps marked in red ({[...stepErrors].map((s) => STEPS[s]).join(", ")}).

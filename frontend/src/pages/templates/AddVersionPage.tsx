@@ -24,7 +24,8 @@ import { Link, useNavigate, useParams, useSearchParams } from "react-router-dom"
 import { useMutation, useQuery } from "urql";
 
 import { useProject } from "../../app/project";
-import { describeError, errorsByField, fieldKey, unplacedErrors, type ServerError } from "../../components/errors";
+import { describeError, errorsByField, fieldKey, type ServerError } from "../../components/errors";
+import { FormErrors } from "../../components/FormErrors";
 import { ErrorState, Loading } from "../../components/states";
 import type { AddEnvironmentTemplateVersionInput, EnvTemplateDetailQuery, VersionState } from "../../gql/graphql";
 import { useCanManage, VERSION_STATES } from "./common";
@@ -217,7 +218,6 @@ function AddVersionForm({ template, from }: { template: Template; from: Version 
     navigate(base);
   }
 
-  const unplaced = unplacedErrors(errors, PLACED);
   const resourceError = errors.resources ?? (problems.length > 0 ? true : undefined);
   const versions = template.versions.map((v) => v.version);
 
@@ -336,17 +336,7 @@ function AddVersionForm({ template, from }: { template: Template; from: Version 
             errors={errors}
           />
         </Paper>
-        {unplaced.length > 0 && (
-          <Alert color="red" icon={<IconAlertTriangle size={18} />} title="The version was not added" role="alert">
-            <Stack gap={2}>
-              {unplaced.map((m) => (
-                <Text key={m} size="sm">
-                  {m}
-                </Text>
-              ))}
-            </Stack>
-          </Alert>
-        )}
+        <FormErrors title="The version was not added" errors={errors} placed={PLACED} />
         <Group justify="space-between">
           <Button variant="default" component={Link} to={base}>
             Cancel

@@ -1,28 +1,14 @@
-import { Alert, Button, Group, Modal, Stack, Text, TextInput, Textarea } from "@mantine/core";
+import { Button, Group, Modal, Stack, TextInput, Textarea } from "@mantine/core";
 import { notifications } from "@mantine/notifications";
 import { useState } from "react";
 import { useNavigate } from "react-router-dom";
 import { useMutation } from "urql";
 
-import { describeError, errorsByField, unplacedErrors, type ServerError } from "../../components/errors";
+import { describeError, errorsByField, type ServerError } from "../../components/errors";
+import { FormErrors } from "../../components/FormErrors";
 import { EnvTemplateCreateDocument, EnvTemplateUpdateDocument } from "./operations";
 
 const FIELDS = ["name", "displayName", "description"];
-
-function Problems({ messages }: { messages: string[] }) {
-  if (messages.length === 0) return null;
-  return (
-    <Alert color="red" title="Not saved" role="alert">
-      <Stack gap={2}>
-        {messages.map((m) => (
-          <Text key={m} size="sm">
-            {m}
-          </Text>
-        ))}
-      </Stack>
-    </Alert>
-  );
-}
 
 /** "Add Environment Template": a name (it cannot change), a display name and a description. */
 export function CreateTemplateModal({ opened, project, onClose }: { opened: boolean; project: string; onClose: () => void }) {
@@ -92,7 +78,7 @@ function CreateTemplateForm({ project, onClose }: { project: string; onClose: ()
           error={errors.description}
           onChange={(e) => setDescription(e.currentTarget.value)}
         />
-        <Problems messages={unplacedErrors(errors, FIELDS)} />
+        <FormErrors title="Not saved" errors={errors} placed={FIELDS} />
         <Group justify="flex-end">
           <Button variant="default" onClick={onClose}>
             Cancel
@@ -177,7 +163,7 @@ function EditTemplateForm({
           error={errors.description}
           onChange={(e) => setDescription(e.currentTarget.value)}
         />
-        <Problems messages={unplacedErrors(errors, FIELDS)} />
+        <FormErrors title="Not saved" errors={errors} placed={FIELDS} />
         <Group justify="flex-end">
           <Button variant="default" onClick={onClose}>
             Cancel
