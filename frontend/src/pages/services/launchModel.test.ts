@@ -1,0 +1,43 @@
+import { describe, expect, it } from "vitest";
+
+import { initialLaunch, launchInput, launchReducer, type Instance, type Template } from "./launchModel";
+
+function instance(id: string, status: string): Instance {
+  return {
+    id,
+    name: id,
+    displayName: id,
+    status,
+    project: { name: "ml" },
+    resources: { gpuCount: 2, gpuVendor: "NVIDIA", gpuModel: null },
+    services: [],
+  } as Instance;
+}
+
+const CPU = { id: "t-cpu", name: "ubuntu", vendor: "CPU", command: ["sleep", "infinity"], env: [], ports: [] } as unknown as Template;
+const GPU = { id: "t-gpu", name: "lab", vendor: "NVIDIA", command: ["jupyter"], env: [], ports: [] } as unknown as Template;
+
+describe("launch form model", () => {
+  it("chooses the only deployed compute instance, and the template of the address", () => {
+    const state = initialLaunch({ computeInstance: null, template: "t-cpu" }, [instance("a", "NOT_DEPLOYED"), instance("b", "SUCCESS")], [CPU, GPU]);
+    expect(state).toMatchObject({ computeInstance: "b", templateId: "t-cpu", name: "ubuntu", gpuCount: 0, command: ["sleep", "infinity"] });
+  });
+
+  it("keeps what the person typed when another template is chosen", () => {
+    let state = initialLaunch({ computeInstance: "b", template: null }, [instance("b", "SUCCESS")], [CPU, GPU]);
+    state = launchReducer(state, { type: "setName", name: "mine" });
+    state = launchReducer(state, { type: "chooseTemplate", template: GPU });
+    expect(state).toMatchObject({ name: "mine", gpuCount: 1 });
+    state = launchReducer(state, { type: "setGpuCount", gpuCount: 2 });
+    state = launchReducer(state, { type: "chooseTemplate", template: CPU });
+    expect(state).toMatchObject({ name: "mine", gpuCount: 2, command: ["sleep", "infinity"] });
+    // The template's own command is not an override: it is not sent.
+    expect(launchInput(state, "ml", CPU)).toMatchObject({ command: null, env: null, ports: null, gpuCount: 2 });
+  });
+
+  it("opens the advanced section for errors in it", () => {
+    const state = initialLaunch({ computeInstance: "b", template: null }, [instance("b", "SUCCESS")], []);
+    expect(launchReducer(state, { type: "setErrors", errors: { name: "taken" } }).advanced).toBe(false);
+    expect(launchReducer(state, { type: "setErrors", errors: { "env.0.key": "bad" } }).advanced).toBe(true);
+  });
+});
