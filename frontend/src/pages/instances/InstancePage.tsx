@@ -38,6 +38,7 @@ import { useQuery, useSubscription } from "urql";
 
 import { useProject } from "../../app/project";
 import { describeError } from "../../components/errors";
+import { SharingModal } from "../../components/SharingModal";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
 import { StatusBadge, statusLabel } from "../../components/StatusBadge";
 import { graphql } from "../../gql";
@@ -45,7 +46,7 @@ import type { InstanceOverviewFieldsFragment, InstanceStatusLiveSubscription } f
 import { AllocationBadge, ResourceGrid } from "../catalog/resources";
 import { DeleteInstanceModal, DestroyInstanceModal, ReasonButton, deleteBlocked, deployBlocked, destroyBlocked, useInstanceActions, type InstanceRef } from "./actions";
 import { RunStatusBadge } from "./RunStatusBadge";
-import { SharingBadge, SharingModal } from "./SharingModal";
+import { SharingBadge } from "./SharingBadge";
 
 export const InstanceOverviewFieldsDocument = graphql(`
   fragment InstanceOverviewFields on ComputeInstance {
@@ -636,6 +637,7 @@ export function InstancePage() {
         }}
       />
       <SharingModal
+        kind="instance"
         target={sharing ? { id: instance.id, name: instance.name, displayName: instance.displayName, project: instance.project.name, sharing: instance.sharing } : null}
         onClose={() => setSharing(false)}
         onSaved={reload}

@@ -118,10 +118,10 @@ describe("InstancesPage", () => {
     fireEvent.click(within(dialog).getByRole("radio", { name: /Selected Projects/ }));
     fireEvent.click(within(dialog).getByRole("button", { name: "Save" }));
     // Checked before sending: at least one project.
-    expect(await within(dialog).findByText("Choose at least one project")).toBeInTheDocument();
+    expect(await within(dialog).findByText("Choose at least one project to share with.")).toBeInTheDocument();
     expect(calls.some((c) => c.name === "InstanceSharingSet")).toBe(false);
 
-    fireEvent.click(within(dialog).getByLabelText("Projects"));
+    fireEvent.click(within(dialog).getByRole("combobox", { name: "Projects" }));
     fireEvent.click(await screen.findByRole("option", { name: /Vision/, hidden: true }));
     fireEvent.click(within(dialog).getByRole("button", { name: "Save" }));
     await waitFor(() =>

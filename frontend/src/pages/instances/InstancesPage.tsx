@@ -7,13 +7,14 @@ import { useQuery } from "urql";
 
 import { useProject } from "../../app/project";
 import { describeError } from "../../components/errors";
+import { SharingModal, type SharingTarget } from "../../components/SharingModal";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
 import { StatusBadge, statusLabel } from "../../components/StatusBadge";
 import { graphql } from "../../gql";
 import type { DeploymentStatus } from "../../gql/graphql";
 import { DeleteInstanceModal, DestroyInstanceModal, deleteBlocked, deployBlocked, destroyBlocked, useInstanceActions, type InstanceRef } from "./actions";
 import { currentStatus, useInstanceEvents } from "./live";
-import { SharingBadge, SharingModal, type SharingTarget } from "./SharingModal";
+import { SharingBadge } from "./SharingBadge";
 import { useInstanceList, type Row } from "./useInstanceList";
 
 export const STATUSES: DeploymentStatus[] = ["NOT_DEPLOYED", "WAITING", "IN_PROGRESS", "SUCCESS", "FAILED", "DESTROYING"];
@@ -403,6 +404,7 @@ export function InstancesPage() {
         }}
       />
       <SharingModal
+        kind="instance"
         target={sharing}
         onClose={() => setSharing(null)}
         onSaved={(id, value) => list.patch(id, { sharing: { ...value, projects: [...value.projects] } })}

@@ -48,7 +48,6 @@ describe("Compute Profile page", () => {
     const user = userEvent.setup({ delay: null });
     renderStudio("/p/ml/studio/profiles/cp1", [{ path: "studio/profiles/:id", element: <ProfileDetailPage /> }], {
       ProfileDetail: { data: { computeProfile: PROFILE } },
-      ProfileSharingProjects: { data: { projects: [] } },
     });
     expect(await screen.findByRole("heading", { name: "Small GPU" })).toBeInTheDocument();
     expect(screen.getByText("2 × NVIDIA A100")).toBeInTheDocument();

@@ -20,6 +20,7 @@ import { useMutation, useQuery } from "urql";
 
 import { useProject } from "../../app/project";
 import { describeError } from "../../components/errors";
+import { SharingModal } from "../../components/SharingModal";
 import { ErrorState, Loading } from "../../components/states";
 import { statusLabel } from "../../components/StatusBadge";
 import { ConfirmDeleteModal } from "./ConfirmDeleteModal";
@@ -27,7 +28,6 @@ import { allocationLabel, formatDate, gpuSummary, OVERRIDE_LABELS, SharingSummar
 import { ProfileDeleteDocument, ProfileDetailDocument } from "./operations";
 import { ProfileIcon } from "./ProfileIcon";
 import { ReadmeHtml } from "./ReadmeHtml";
-import { SharingModal } from "./SharingModal";
 
 function Field({ label, children }: { label: string; children: ReactNode }) {
   return (
@@ -332,8 +332,8 @@ export function ProfileDetailPage() {
       </Section>
 
       <SharingModal
-        profile={sharingOpen ? profile : null}
-        ownerProject={profile.project.name}
+        kind="profile"
+        target={sharingOpen ? { ...profile, project: profile.project.name } : null}
         onClose={() => setSharingOpen(false)}
         onSaved={refresh}
       />

@@ -8,12 +8,12 @@ import { useMutation, useQuery } from "urql";
 
 import { useProject } from "../../app/project";
 import { describeError } from "../../components/errors";
+import { SharingModal, type SharingTarget } from "../../components/SharingModal";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
 import type { ProfilesListQuery } from "../../gql/graphql";
 import { ConfirmDeleteModal } from "./ConfirmDeleteModal";
 import { allocationLabel, formatDate, ResourcesSummary, SharingSummary } from "./common";
 import { PROFILES_PAGE_SIZE, ProfileDeleteDocument, ProfilesListDocument } from "./operations";
-import { SharingModal, type SharingTarget } from "./SharingModal";
 
 type Row = ProfilesListQuery["computeProfiles"]["edges"][number]["node"];
 
@@ -84,7 +84,7 @@ export function ProfilesListPage() {
 
   const rowProps = {
     base,
-    onShare: (row: Row) => setSharing(row),
+    onShare: (row: Row) => setSharing({ ...row, project }),
     onDelete: (row: Row) => setDeleting(row),
     onEdit: (row: Row) => navigate(`${base}/${row.id}/edit`),
   };
@@ -175,7 +175,7 @@ export function ProfilesListPage() {
         maw={420}
       />
       {body}
-      <SharingModal profile={sharing} ownerProject={project} onClose={() => setSharing(null)} onSaved={refresh} />
+      <SharingModal kind="profile" target={sharing} onClose={() => setSharing(null)} onSaved={refresh} />
       <ConfirmDeleteModal
         opened={deleting !== null}
         title="Delete compute profile"

@@ -1,22 +1,11 @@
 import { Badge, Group, Stack, Text } from "@mantine/core";
 
+import type { Sharing } from "../../components/SharingModal";
+
 /** Small pieces shared by the Compute Profiles pages. */
 
-export type SharingModeValue = "NONE" | "ALL_PROJECTS" | "SELECTED_PROJECTS";
-
-export interface SharingValue {
-  mode: SharingModeValue;
-  projects: readonly { name: string; displayName: string }[];
-}
-
-export const SHARING_LABELS: Record<SharingModeValue, string> = {
-  NONE: "None",
-  ALL_PROJECTS: "All Projects",
-  SELECTED_PROJECTS: "Selected Projects",
-};
-
 /** The sharing of a profile: its mode, and the projects when they are selected ones. */
-export function SharingSummary({ sharing }: { sharing: SharingValue }) {
+export function SharingSummary({ sharing }: { sharing: Sharing }) {
   if (sharing.mode === "NONE") {
     return (
       <Badge variant="light" color="gray">

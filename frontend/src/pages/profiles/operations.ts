@@ -223,36 +223,3 @@ export const ProfileDeleteDocument = graphql(`
     }
   }
 `);
-
-export const ProfileSharingProjectsDocument = graphql(`
-  query ProfileSharingProjects {
-    projects {
-      id
-      name
-      displayName
-    }
-  }
-`);
-
-export const ProfileSetSharingDocument = graphql(`
-  mutation ProfileSetSharing($id: ID!, $sharing: SharingInput!) {
-    setComputeProfileSharing(id: $id, sharing: $sharing) {
-      computeProfile {
-        id
-        sharing {
-          mode
-          projects {
-            id
-            name
-            displayName
-          }
-        }
-      }
-      userErrors {
-        field
-        message
-        code
-      }
-    }
-  }
-`);
