@@ -32,6 +32,7 @@ frontend: $(NPM_STAMP)
 # Type checks and component tests (Vitest + Testing Library) of the studio.
 frontend-test: $(NPM_STAMP)
 	npm run typecheck
+	npm run lint
 	npm test
 
 run: install frontend
