@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { AuthProvider } from "../../app/auth";
 import { fakeClient, renderPage } from "../../test/render";
 import { EditInstancePage } from "./EditInstancePage";
-import { auth, project, stubFonts } from "./testData";
+import { actions, auth, project, RUN_UNDER_WAY, stubFonts } from "./testData";
 
 stubFonts();
 
@@ -34,6 +34,8 @@ function editForm(status = "SUCCESS") {
         updatedAt: "2025-03-01T10:00:00+00:00",
         outdated: false,
         profileName: "a100-large",
+        // What the API says may be done now: a run under way refuses Deploy.
+        actions: status === "IN_PROGRESS" ? actions(RUN_UNDER_WAY) : actions(),
         labels: [{ key: "team", value: "ml" }],
         annotations: [],
         inputs: [
@@ -144,12 +146,12 @@ describe("EditInstancePage", () => {
     expect((updates[1].variables as { input: { inputs: unknown } }).input.inputs).toEqual([{ key: "replicas", value: "3" }]);
   });
 
-  it("explains why Deploy waits while a run is under way", async () => {
+  it("says why the API refuses Deploy while a run is under way", async () => {
     setup({ InstanceEditForm: editForm("IN_PROGRESS") });
     await screen.findByRole("heading", { name: "Edit Configuration" });
     const deploy = screen.getByRole("button", { name: "Deploy" });
     expect(deploy).toHaveAttribute("aria-disabled", "true");
-    expect(deploy).toHaveAccessibleDescription(/Cannot deploy while the instance is In Progress/);
+    expect(deploy).toHaveAccessibleDescription(RUN_UNDER_WAY.DEPLOY);
     expect(screen.getByRole("button", { name: "Save Changes" })).not.toBeDisabled();
   });
 });

@@ -6,6 +6,7 @@ import { Link, useNavigate, useParams } from "react-router-dom";
 import { useMutation, useQuery } from "urql";
 
 import { useProject } from "../../app/project";
+import { whyNot } from "../../components/actions";
 import { describeError, errorsByField } from "../../components/errors";
 import { FormErrors } from "../../components/FormErrors";
 import { KeyValueEditor, toPairs, type Pair } from "../../components/KeyValueEditor";
@@ -14,7 +15,7 @@ import { StatusBadge } from "../../components/StatusBadge";
 import { graphql } from "../../gql";
 import type { InstanceEditFormQuery } from "../../gql/graphql";
 import { FixedInputs, InputControl, inputErrorsByName, inputFields, isOverridable, SENSITIVE_MASK, type InputField } from "../catalog/inputs";
-import { InstanceDeployDocument, ReasonButton, deployBlocked } from "./actions";
+import { InstanceDeployDocument, ReasonButton } from "./actions";
 
 export const InstanceEditFormDocument = graphql(`
   query InstanceEditForm($id: ID!) {
@@ -27,6 +28,7 @@ export const InstanceEditFormDocument = graphql(`
       updatedAt
       outdated
       profileName
+      ...InstanceActions
       labels {
         key
         value
@@ -212,7 +214,7 @@ function EditForm({ instance, project }: { instance: Instance; project: string }
     void save(false);
   };
 
-  const deployReason = deployBlocked({ id: instance.id, name: instance.name, displayName: instance.displayName, status: instance.status });
+  const deployReason = whyNot(instance.actions, "DEPLOY");
 
   return (
     <form onSubmit={onSubmit} noValidate aria-label="Edit Configuration">
@@ -334,9 +336,9 @@ export function EditInstancePage() {
       </EmptyState>
     );
   }
-  if (instance.project.name !== project) {
-    return <ErrorState message="This instance is shared with this project read-only: only its own project may change it." />;
-  }
+  // The API says whether the caller may change it (a project it is shared with only reads it).
+  const refused = whyNot(instance.actions, "UPDATE");
+  if (refused) return <ErrorState message={refused} />;
   return (
     <Stack gap="md">
       <Breadcrumbs>

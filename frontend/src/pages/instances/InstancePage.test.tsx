@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { AuthProvider } from "../../app/auth";
 import { fakeClient, renderPage } from "../../test/render";
 import { InstancePage } from "./InstancePage";
-import { instance, auth, stubFonts } from "./testData";
+import { actions, auth, instance, RUN_UNDER_WAY, stubFonts } from "./testData";
 
 stubFonts();
 
@@ -24,31 +24,52 @@ function headerStatus() {
 }
 
 describe("InstancePage", () => {
-  it("disables Destroy while the instance is In Progress, and says why", async () => {
-    const { calls } = setup({ InstanceOverview: { data: { computeInstance: instance({ status: "IN_PROGRESS" }) } } });
+  it("disables what the API refuses, with the API's reason, and does nothing when clicked", async () => {
+    const { calls } = setup({ InstanceOverview: { data: { computeInstance: instance({ status: "IN_PROGRESS", actions: actions(RUN_UNDER_WAY) }) } } });
     await screen.findByRole("heading", { name: "Trainer" });
     expect(headerStatus().closest("[data-status]")).toHaveAttribute("data-status", "IN_PROGRESS");
 
     const destroy = screen.getByRole("button", { name: "Destroy" });
     expect(destroy).toHaveAttribute("aria-disabled", "true");
-    expect(destroy).toHaveAccessibleDescription(/Cannot destroy while the instance is In Progress/);
+    expect(destroy).toHaveAccessibleDescription(RUN_UNDER_WAY.DESTROY);
     fireEvent.click(destroy);
     expect(screen.queryByRole("dialog")).toBeNull();
     expect(calls.some((c) => c.name === "InstanceDestroy")).toBe(false);
 
-    // Deploy and Delete wait for the run too; Edit Configuration stays possible.
-    expect(screen.getByRole("button", { name: "Deploy" })).toHaveAttribute("aria-disabled", "true");
-    expect(screen.getByRole("button", { name: "Delete" })).toHaveAttribute("aria-disabled", "true");
+    expect(screen.getByRole("button", { name: "Deploy" })).toHaveAccessibleDescription(RUN_UNDER_WAY.DEPLOY);
+    expect(screen.getByRole("button", { name: "Delete" })).toHaveAccessibleDescription(RUN_UNDER_WAY.DELETE);
+    // What the API allows stays possible.
     expect(screen.getByRole("link", { name: "Edit Configuration" })).toHaveAttribute("href", "/p/ml/instances/ci-1/edit");
+    expect(screen.getByRole("button", { name: "Manage Sharing" })).not.toHaveAttribute("aria-disabled");
+  });
+
+  it("follows the API, not the status: a read-only share refuses every change", async () => {
+    const readOnly = "This instance is shared with your project read-only: only its own project may change it.";
+    setup({
+      InstanceOverview: {
+        data: {
+          computeInstance: instance({
+            status: "SUCCESS",
+            actions: actions({ UPDATE: readOnly, DEPLOY: readOnly, DESTROY: readOnly, DELETE: readOnly, SHARE: readOnly }),
+          }),
+        },
+      },
+    });
+    await screen.findByRole("heading", { name: "Trainer" });
+    for (const name of ["Edit Configuration", "Deploy", "Destroy", "Manage Sharing", "Delete"]) {
+      const button = screen.getByRole("button", { name });
+      expect(button, name).toHaveAttribute("aria-disabled", "true");
+      expect(button, name).toHaveAccessibleDescription(readOnly);
+    }
   });
 
   it("lets a deployed instance be destroyed, after asking", async () => {
     const { calls } = setup({
-      InstanceOverview: { data: { computeInstance: instance({ status: "SUCCESS", statusMessage: null }) } },
+      InstanceOverview: { data: { computeInstance: instance({ status: "SUCCESS", statusMessage: null, actions: actions() }) } },
       InstanceDestroy: {
         data: {
           destroyComputeInstance: {
-            computeInstance: { id: "ci-1", status: "DESTROYING", statusMessage: null, updatedAt: "2025-03-01T11:00:00+00:00" },
+            computeInstance: { id: "ci-1", status: "DESTROYING", statusMessage: null, updatedAt: "2025-03-01T11:00:00+00:00", actions: actions(RUN_UNDER_WAY) },
             userErrors: [],
           },
         },
@@ -77,6 +98,7 @@ describe("InstancePage", () => {
               statusMessage: "deployed in 42s",
               updatedAt: "2025-03-01T10:05:00+00:00",
               outputs: [{ key: "namespace", value: "ml-trainer" }],
+              actions: actions(),
             }),
           },
         },
@@ -86,7 +108,7 @@ describe("InstancePage", () => {
     await waitFor(() => expect(headerStatus().closest("[data-status]")).toHaveAttribute("data-status", "SUCCESS"));
     expect(headerStatus()).toHaveTextContent("Success");
     expect(screen.getByTestId("instance-status-message")).toHaveTextContent("deployed in 42s");
-    // The rest of the page follows the event's instance: its outputs, and Destroy is now possible.
+    // The rest of the page follows the event's instance: its outputs, and (its actions say) Destroy is now possible.
     expect(within(screen.getByRole("table", { name: "Outputs" })).getByText("ml-trainer")).toBeInTheDocument();
     expect(screen.getByRole("button", { name: "Destroy" })).not.toHaveAttribute("aria-disabled");
   });
@@ -145,6 +167,10 @@ describe("InstancePage", () => {
             services: [
               { id: "s1", name: "jupyter", displayName: "Jupyter", status: "RUNNING", statusMessage: null, templateName: "jupyterlab", template: { id: "t1", displayName: "JupyterLab" } },
             ],
+            actions: actions({
+              DESTROY: "cannot destroy an instance that runs service instances (jupyter): delete them first (their workspaces would be lost with the instance)",
+              DELETE: "cannot delete an instance that runs service instances (jupyter): delete them first (their workspaces would be lost with the instance)",
+            }),
           }),
         },
       },
@@ -154,7 +180,7 @@ describe("InstancePage", () => {
     expect(within(services).getByRole("link", { name: "Launch service" })).toHaveAttribute("href", "/p/ml/services/new?computeInstance=ci-1");
     expect(within(services).getByText("Jupyter")).toBeInTheDocument();
     expect(within(services).getByText("JupyterLab")).toBeInTheDocument();
-    // Its services must go first: Destroy and Delete say so.
-    expect(screen.getByRole("button", { name: "Destroy" })).toHaveAccessibleDescription(/Delete its service instances first/);
+    // Its services must go first: the API refuses Destroy and Delete, and the buttons say why.
+    expect(screen.getByRole("button", { name: "Destroy" })).toHaveAccessibleDescription(/delete them first/);
   });
 });

@@ -5,7 +5,7 @@ import { AuthProvider } from "../../app/auth";
 import { fakeClient, renderPage } from "../../test/render";
 import { InstancesPage } from "./InstancesPage";
 import { mergePage, type Connection } from "./useInstanceList";
-import { auth, project } from "./testData";
+import { actions, auth, project, RUN_UNDER_WAY } from "./testData";
 
 function row(name: string, overrides: Record<string, unknown> = {}) {
   return {
@@ -20,7 +20,7 @@ function row(name: string, overrides: Record<string, unknown> = {}) {
     project,
     profile: { id: "prof-1" },
     sharing: { mode: "NONE", projects: [] },
-    services: [],
+    actions: actions(),
     ...overrides,
   };
 }
@@ -62,7 +62,7 @@ describe("InstancesPage", () => {
             status: "IN_PROGRESS",
             message: "applying the namespace",
             at: "2025-03-01T10:02:00+00:00",
-            instance: { id: "id-trainer", name: "trainer", displayName: "Trainer", updatedAt: "2025-03-01T10:02:00+00:00", project },
+            instance: { id: "id-trainer", name: "trainer", displayName: "Trainer", updatedAt: "2025-03-01T10:02:00+00:00", project, actions: actions(RUN_UNDER_WAY) },
           },
         },
       },
@@ -73,6 +73,12 @@ describe("InstancesPage", () => {
     expect(statusOf("notebook")).toHaveAttribute("data-status", "SUCCESS");
     // Once: the page did not ask for the list again.
     expect(calls.filter((c) => c.name === "InstancesList")).toHaveLength(1);
+    // The menu follows what the event says may be done now, with the API's reasons.
+    fireEvent.click(within(screen.getByTestId("instance-row-trainer")).getByRole("button", { name: "Actions for Trainer" }));
+    const deploy = await screen.findByRole("menuitem", { name: /Deploy/, hidden: true });
+    expect(deploy).toBeDisabled();
+    expect(deploy).toHaveTextContent(RUN_UNDER_WAY.DEPLOY);
+    expect(screen.getByRole("menuitem", { name: /Manage Sharing/, hidden: true })).not.toBeDisabled();
   });
 
   it("shows sharing, profile and an actions menu per row", async () => {

@@ -6,13 +6,14 @@ import { Link, useSearchParams } from "react-router-dom";
 import { useQuery } from "urql";
 
 import { useProject } from "../../app/project";
+import { whyNot } from "../../components/actions";
 import { describeError } from "../../components/errors";
 import { SharingModal, type SharingTarget } from "../../components/SharingModal";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
 import { StatusBadge, statusLabel } from "../../components/StatusBadge";
 import { graphql } from "../../gql";
 import type { DeploymentStatus } from "../../gql/graphql";
-import { DeleteInstanceModal, DestroyInstanceModal, deleteBlocked, deployBlocked, destroyBlocked, useInstanceActions, type InstanceRef } from "./actions";
+import { DeleteInstanceModal, DestroyInstanceModal, useInstanceActions, type InstanceRef } from "./actions";
 import { currentStatus, useInstanceEvents } from "./live";
 import { SharingBadge } from "./SharingBadge";
 import { useInstanceList, type Row } from "./useInstanceList";
@@ -122,15 +123,13 @@ export function InstancesPage() {
     name: row.name,
     displayName: row.displayName,
     status: currentStatus(row, live).status,
-    serviceCount: row.services.length,
-    readOnly: row.project.name !== project,
   });
 
   const run = async (row: Row, kind: "deploy" | "destroy") => {
     setBusy((b) => ({ ...b, [row.id]: kind }));
     const changed = kind === "deploy" ? await actions.deploy(ref(row)) : await actions.destroy(ref(row));
     setBusy(({ [row.id]: _, ...rest }) => rest);
-    if (changed) list.patch(row.id, { status: changed.status, statusMessage: changed.statusMessage, updatedAt: changed.updatedAt });
+    if (changed) list.patch(row.id, { status: changed.status, statusMessage: changed.statusMessage, updatedAt: changed.updatedAt, actions: changed.actions });
   };
 
   const { drop } = list;
@@ -169,9 +168,11 @@ export function InstancesPage() {
       <SharingBadge sharing={row.sharing} />
     );
 
+  // Each item follows what the API says the caller may do with the instance now.
   const actionsCell = (row: Row) => {
     const instance = ref(row);
-    const shared = row.project.name !== project;
+    const { actions } = currentStatus(row, live);
+    const editReason = whyNot(actions, "UPDATE");
     if (busy[row.id]) return <Loader size="sm" aria-label={`Working on ${row.displayName}`} />;
     return (
       <Menu position="bottom-end" withinPortal>
@@ -181,8 +182,8 @@ export function InstancesPage() {
           </ActionIcon>
         </Menu.Target>
         <Menu.Dropdown>
-          {shared ? (
-            <MenuAction reason="Only its own project may change it." icon={<IconEdit size={16} />} onClick={() => undefined}>
+          {editReason ? (
+            <MenuAction reason={editReason} icon={<IconEdit size={16} />} onClick={() => undefined}>
               Edit Configuration
             </MenuAction>
           ) : (
@@ -190,21 +191,21 @@ export function InstancesPage() {
               Edit Configuration
             </Menu.Item>
           )}
-          <MenuAction reason={deployBlocked(instance)} icon={<IconPlayerPlay size={16} />} onClick={() => void run(row, "deploy")}>
+          <MenuAction reason={whyNot(actions, "DEPLOY")} icon={<IconPlayerPlay size={16} />} onClick={() => void run(row, "deploy")}>
             Deploy
           </MenuAction>
-          <MenuAction reason={destroyBlocked(instance)} icon={<IconWreckingBall size={16} />} color="orange" onClick={() => setDestroying(row)}>
+          <MenuAction reason={whyNot(actions, "DESTROY")} icon={<IconWreckingBall size={16} />} color="orange" onClick={() => setDestroying(row)}>
             Destroy
           </MenuAction>
           <MenuAction
-            reason={shared ? "Only its own project manages its sharing." : null}
+            reason={whyNot(actions, "SHARE")}
             icon={<IconShare size={16} />}
             onClick={() => setSharing({ id: row.id, name: row.name, displayName: row.displayName, project: row.project.name, sharing: row.sharing })}
           >
             Manage Sharing
           </MenuAction>
           <Menu.Divider />
-          <MenuAction reason={deleteBlocked(instance)} icon={<IconTrash size={16} />} color="red" onClick={() => setDeleting(instance)}>
+          <MenuAction reason={whyNot(actions, "DELETE")} icon={<IconTrash size={16} />} color="red" onClick={() => setDeleting(instance)}>
             Delete
           </MenuAction>
         </Menu.Dropdown>
@@ -389,9 +390,14 @@ export function InstancesPage() {
         onClose={() => setDeleting(null)}
         onDeleted={(instance) => {
           setDeleting(null);
-          // A deployed one is destroyed first (its row says so until it is gone); the rest go at once.
-          if (instance.status === "NOT_DEPLOYED") list.drop(instance.id);
-          else list.patch(instance.id, { status: "DESTROYING", statusMessage: "deleting: destroying its resources first", updatedAt: new Date().toISOString() });
+          // A deployed one is destroyed first (its row says so until it is gone, and the list asks
+          // what may be done with it now); the rest go at once.
+          if (instance.status === "NOT_DEPLOYED") {
+            list.drop(instance.id);
+          } else {
+            list.patch(instance.id, { status: "DESTROYING", statusMessage: "deleting: destroying its resources first", updatedAt: new Date().toISOString() });
+            list.refresh();
+          }
         }}
       />
       <DestroyInstanceModal

@@ -6,10 +6,20 @@ import { Link } from "react-router-dom";
 import { useMutation } from "urql";
 
 import { describeError } from "../../components/errors";
-import { statusLabel } from "../../components/StatusBadge";
 import { graphql } from "../../gql";
-import type { DeploymentStatus } from "../../gql/graphql";
-import { isBusy } from "./live";
+import type { DeploymentStatus, InstanceActionsFragment } from "../../gql/graphql";
+
+/** What the caller may do with a compute instance now, as the API says (select it wherever a
+ * button or menu item offers one of them). */
+export const InstanceActionsDocument = graphql(`
+  fragment InstanceActions on ComputeInstance {
+    actions {
+      name
+      allowed
+      reason
+    }
+  }
+`);
 
 export const InstanceDeployDocument = graphql(`
   mutation InstanceDeploy($id: ID!) {
@@ -19,6 +29,7 @@ export const InstanceDeployDocument = graphql(`
         status
         statusMessage
         updatedAt
+        ...InstanceActions
       }
       userErrors {
         field
@@ -37,6 +48,7 @@ export const InstanceDestroyDocument = graphql(`
         status
         statusMessage
         updatedAt
+        ...InstanceActions
       }
       userErrors {
         field
@@ -60,57 +72,22 @@ export const InstanceDeleteDocument = graphql(`
   }
 `);
 
-/** The minimum an action needs to know about an instance. */
+/** The minimum an action needs to know about an instance (its status says what a delete does). */
 export interface InstanceRef {
   id: string;
   name: string;
   displayName: string;
   status: string;
-  /** Its GPU service instances (they must be deleted before it is destroyed or deleted). */
-  serviceCount?: number;
-  /** Shared with this project read-only: only its own project may change it. */
-  readOnly?: boolean;
 }
 
-const READ_ONLY = "This instance is shared with this project read-only: only its own project may change it.";
-
-/** Why Deploy is not possible now, or null. */
-export function deployBlocked(instance: InstanceRef): string | null {
-  if (instance.readOnly) return READ_ONLY;
-  if (isBusy(instance.status)) {
-    return `Cannot deploy while the instance is ${statusLabel(instance.status)}: wait until the current run finishes.`;
-  }
-  return null;
-}
-
-/** Why Destroy is not possible now, or null. */
-export function destroyBlocked(instance: InstanceRef): string | null {
-  if (instance.readOnly) return READ_ONLY;
-  if (isBusy(instance.status)) {
-    return `Cannot destroy while the instance is ${statusLabel(instance.status)}: a run is under way, and destroying now would interrupt it. Wait until it finishes.`;
-  }
-  if (instance.status === "NOT_DEPLOYED") return "Nothing to destroy: the instance is not deployed.";
-  if (instance.serviceCount) {
-    return "Delete its service instances first: destroying the instance would take their workspaces along.";
-  }
-  return null;
-}
-
-/** Why Delete is not possible now, or null. */
-export function deleteBlocked(instance: InstanceRef): string | null {
-  if (instance.readOnly) return READ_ONLY;
-  if (isBusy(instance.status)) {
-    return `Cannot delete while the instance is ${statusLabel(instance.status)}: wait until the current run finishes.`;
-  }
-  if (instance.serviceCount) return "Delete its service instances first: their workspaces would be lost with the instance.";
-  return null;
-}
+export type InstanceAction = InstanceActionsFragment["actions"][number];
 
 export interface StatusChange {
   id: string;
   status: DeploymentStatus;
   statusMessage?: string | null;
   updatedAt: string;
+  actions: InstanceAction[];
 }
 
 type Errors = readonly { message: string }[];

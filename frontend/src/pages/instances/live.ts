@@ -2,6 +2,7 @@ import { useSubscription } from "urql";
 
 import { graphql } from "../../gql";
 import type { InstanceEventsSubscription } from "../../gql/graphql";
+import type { InstanceAction } from "./actions";
 
 /** Every status change of the project's instances (and those shared with it). */
 export const InstanceEventsDocument = graphql(`
@@ -15,6 +16,7 @@ export const InstanceEventsDocument = graphql(`
         name
         displayName
         updatedAt
+        ...InstanceActions
         project {
           id
           name
@@ -32,6 +34,8 @@ export interface LiveEvent {
   status: string;
   message: string | null;
   at: string;
+  /** What the caller may do with it now that it has this status. */
+  actions: readonly InstanceAction[];
 }
 
 export interface LiveState {
@@ -60,6 +64,7 @@ export function reduceLive(previous: LiveState | undefined, data: InstanceEvents
     status: event.status,
     message: event.message ?? null,
     at: event.at,
+    actions: event.instance.actions,
   };
   const known = state.byId[live.id];
   // Events come in order per instance; never go back to an older one.
@@ -73,19 +78,13 @@ export function useInstanceEvents(project: string): LiveState {
   return data ?? EMPTY_LIVE;
 }
 
-/** A row's status: the live event's when it is newer than what the query returned. */
+/** A row's status (and what the caller may do now): the live event's when it is newer than what
+ * the query returned. */
 export function currentStatus(
-  row: { id: string; status: string; statusMessage?: string | null; updatedAt: string },
+  row: { id: string; status: string; statusMessage?: string | null; updatedAt: string; actions?: readonly InstanceAction[] },
   live: LiveState,
-): { status: string; message: string | null } {
+): { status: string; message: string | null; actions: readonly InstanceAction[] } {
   const event = live.byId[row.id];
-  if (event && time(event.at) >= time(row.updatedAt)) return { status: event.status, message: event.message };
-  return { status: row.status, message: row.statusMessage ?? null };
-}
-
-/** A run is under way: deploy, destroy and delete are refused. */
-export const BUSY_STATUSES = ["WAITING", "IN_PROGRESS", "DESTROYING"];
-
-export function isBusy(status: string): boolean {
-  return BUSY_STATUSES.includes(status);
+  if (event && time(event.at) >= time(row.updatedAt)) return { status: event.status, message: event.message, actions: event.actions };
+  return { status: row.status, message: row.statusMessage ?? null, actions: row.actions ?? [] };
 }

@@ -31,6 +31,21 @@ export const auth = {
   Projects: { data: { projects: me.data.projects } },
 };
 
+const ACTIONS = ["UPDATE", "DEPLOY", "DESTROY", "DELETE", "SHARE"] as const;
+
+/** A compute instance's `actions` as the API answers them: every action allowed but those
+ * `refused` names, each with the API's reason. */
+export function actions(refused: Partial<Record<(typeof ACTIONS)[number], string>> = {}) {
+  return ACTIONS.map((name) => ({ name, allowed: refused[name] === undefined, reason: refused[name] ?? null }));
+}
+
+/** The API's reasons, word for word, for an instance while a run is under way. */
+export const RUN_UNDER_WAY = {
+  DEPLOY: "cannot deploy while the instance is IN_PROGRESS: wait until the current run finishes",
+  DESTROY: "cannot destroy while the instance is IN_PROGRESS: wait until the current run finishes",
+  DELETE: "cannot delete while the instance is IN_PROGRESS: wait until the current run finishes",
+};
+
 export function instance(overrides: Record<string, unknown> = {}) {
   return {
     id: "ci-1",
@@ -56,6 +71,7 @@ export function instance(overrides: Record<string, unknown> = {}) {
     sharing: { mode: "NONE", projects: [] },
     cluster: { id: "c1", name: "local", displayName: "Local", status: "READY" },
     services: [],
+    actions: actions(RUN_UNDER_WAY),
     runs: [
       {
         id: "r1",

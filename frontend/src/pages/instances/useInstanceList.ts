@@ -39,9 +39,7 @@ export const InstancesListDocument = graphql(`
               displayName
             }
           }
-          services {
-            id
-          }
+          ...InstanceActions
         }
       }
     }
