@@ -17,6 +17,12 @@ const SERVICE = {
   createdAt: "2025-01-01T00:00:00Z",
   updatedAt: "2025-01-01T00:00:00Z",
   connect: [],
+  actions: [
+    { name: "START", allowed: false, reason: "cannot start while the service instance is STARTING: wait until the current step finishes" },
+    { name: "STOP", allowed: false, reason: "cannot stop while the service instance is STARTING: wait until the current step finishes" },
+    { name: "RESTART", allowed: false, reason: "cannot restart while the service instance is STARTING: wait until the current step finishes" },
+    { name: "DELETE", allowed: true, reason: null },
+  ],
   template: { id: "t1", displayName: "JupyterLab", vendor: "NVIDIA" },
   computeInstance: {
     id: "c1",
@@ -53,6 +59,13 @@ describe("service page", () => {
               statusMessage: null,
               updatedAt: "2025-01-01T00:02:00Z",
               connect: [{ port: "jupyter", url: "http://127.0.0.1:31888/?token=abc" }],
+              // The event carries what may be done now that it runs.
+              actions: [
+                { name: "START", allowed: false, reason: "cannot start a service instance that is RUNNING: it is already running" },
+                { name: "STOP", allowed: true, reason: null },
+                { name: "RESTART", allowed: true, reason: null },
+                { name: "DELETE", allowed: true, reason: null },
+              ],
             },
           },
         },

@@ -82,7 +82,7 @@ function ServiceView({ service, reload }: { service: Service; reload: () => void
         </Stack>
         <ServiceActions
           service={service}
-          status={live.status}
+          actions={live.actions}
           variant="buttons"
           onChanged={reload}
           onDeleted={() => navigate(`/p/${project}/services`)}

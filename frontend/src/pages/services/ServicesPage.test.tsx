@@ -9,6 +9,31 @@ import { ServicesPage } from "./ServicesPage";
 
 const TOKEN = "0123456789abcdef0123456789abcdef";
 
+/** A service instance's `actions` as the API answers them: all allowed but those `refused`, each
+ * with the API's reason. */
+function actions(refused: Partial<Record<"START" | "STOP" | "RESTART" | "DELETE", string>> = {}) {
+  return (["START", "STOP", "RESTART", "DELETE"] as const).map((name) => ({ name, allowed: refused[name] === undefined, reason: refused[name] ?? null }));
+}
+
+const RUNNING = {
+  START: "cannot start a service instance that is RUNNING: it is already running",
+};
+const STOPPED = {
+  STOP: "cannot stop a service instance that is STOPPED: it is not running",
+  RESTART: "cannot restart a service instance that is STOPPED: only a RUNNING one can be restarted (start it instead)",
+};
+const STARTING = {
+  START: "cannot start while the service instance is STARTING: wait until the current step finishes",
+  STOP: "cannot stop while the service instance is STARTING: wait until the current step finishes",
+  RESTART: "cannot restart while the service instance is STARTING: wait until the current step finishes",
+};
+const DELETING = {
+  START: "cannot start a service instance that is DELETING: it is being deleted",
+  STOP: "cannot stop a service instance that is DELETING: it is being deleted",
+  RESTART: "cannot restart a service instance that is DELETING: it is being deleted",
+  DELETE: "cannot delete a service instance that is DELETING: it is being deleted",
+};
+
 function service(name: string, status: string, extra: Record<string, unknown> = {}) {
   return {
     id: `s-${name}`,
@@ -21,6 +46,7 @@ function service(name: string, status: string, extra: Record<string, unknown> = 
     createdAt: "2025-01-01T00:00:00Z",
     updatedAt: "2025-01-01T00:00:00Z",
     connect: [],
+    actions: actions(),
     template: { id: "t1", displayName: "JupyterLab (PyTorch, NVIDIA)", vendor: "NVIDIA" },
     computeInstance: { id: "c1", name: "box", displayName: "Box", resources: { gpuVendor: "NVIDIA" } },
     ...extra,
@@ -33,11 +59,16 @@ const SERVICES = [
       { port: "jupyter", url: `http://gpu.example.com:30888/?token=${TOKEN}` },
       { port: "ssh", url: "ssh -p 30022 root@gpu.example.com" },
     ],
+    actions: actions(RUNNING),
   }),
-  service("idle", "STOPPED"),
-  service("booting", "STARTING"),
-  service("broken", "FAILED", { statusMessage: "image pull failed" }),
-  service("going", "DELETING"),
+  service("idle", "STOPPED", { actions: actions(STOPPED) }),
+  service("booting", "STARTING", { actions: actions(STARTING) }),
+  // Stopped in a compute instance that is not deployed: the API refuses Start too.
+  service("orphan", "STOPPED", {
+    actions: actions({ ...STOPPED, START: 'cannot start it: compute instance "box" is NOT_DEPLOYED; deploy it first' }),
+  }),
+  service("broken", "FAILED", { statusMessage: "image pull failed", actions: actions({ RESTART: STOPPED.RESTART.replace("STOPPED", "FAILED") }) }),
+  service("going", "DELETING", { actions: actions(DELETING) }),
 ];
 
 function list(nodes = SERVICES) {
@@ -94,7 +125,7 @@ describe("services table", () => {
   });
   afterEach(() => vi.restoreAllMocks());
 
-  it("enables each action only in the statuses that allow it", async () => {
+  it("enables each action as the API's actions say", async () => {
     render();
     await screen.findByTestId("service-lab");
     const expected: Record<string, [boolean, boolean, boolean, boolean]> = {
@@ -102,6 +133,7 @@ describe("services table", () => {
       lab: [false, true, true, true],
       idle: [true, false, false, true],
       booting: [false, false, false, true],
+      orphan: [false, false, false, true],
       broken: [true, true, false, true],
       going: [false, false, false, false],
     };
@@ -113,12 +145,12 @@ describe("services table", () => {
     }
   });
 
-  it("says why an action is not possible, and does nothing when clicked", async () => {
+  it("says why an action is not possible with the API's reason, and does nothing when clicked", async () => {
     const { calls } = render();
-    await screen.findByTestId("service-lab");
-    fireEvent.focus(screen.getByRole("button", { name: "Start lab" }));
-    expect(await screen.findByText("Cannot start: It is already running.")).toBeInTheDocument();
-    fireEvent.click(screen.getByRole("button", { name: "Start lab" }));
+    await screen.findByTestId("service-orphan");
+    fireEvent.focus(screen.getByRole("button", { name: "Start orphan" }));
+    expect(await screen.findByText('cannot start it: compute instance "box" is NOT_DEPLOYED; deploy it first')).toBeInTheDocument();
+    fireEvent.click(screen.getByRole("button", { name: "Start orphan" }));
     expect(calls.some((c) => c.name === "ServiceStart")).toBe(false);
   });
 
@@ -187,6 +219,7 @@ describe("services table", () => {
                     statusMessage: null,
                     updatedAt: "2025-01-01T00:01:00Z",
                     connect: [{ port: "http", url: "http://gpu.example.com:30800/" }],
+                    actions: actions(RUNNING),
                   },
                 },
               },

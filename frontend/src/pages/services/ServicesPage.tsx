@@ -75,7 +75,7 @@ function ServiceRow({
         <ConnectLinks links={live.connect} status={live.status} />
       </Table.Td>
       <Table.Td>
-        <ServiceActions service={service} status={live.status} variant="icons" onChanged={onChanged} onDeleted={onChanged} />
+        <ServiceActions service={service} actions={live.actions} variant="icons" onChanged={onChanged} onDeleted={onChanged} />
       </Table.Td>
     </Table.Tr>
   );

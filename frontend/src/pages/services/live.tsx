@@ -1,5 +1,5 @@
-/* What every service page shares: the actions' rules, the live status, the Connect links and
- * the Start / Stop / Restart / Delete controls. */
+/* What every service page shares: the live status (with what may be done now), the Connect
+ * links and the Start / Stop / Restart / Delete controls. */
 import { ActionIcon, Button, Code, CopyButton, Group, Modal, Stack, Text, Tooltip } from "@mantine/core";
 import { notifications } from "@mantine/notifications";
 import {
@@ -15,9 +15,9 @@ import {
 import { useState, type ReactNode } from "react";
 import { useMutation, useSubscription } from "urql";
 
+import { whyNot } from "../../components/actions";
 import { describeError } from "../../components/errors";
-import { statusLabel } from "../../components/StatusBadge";
-import type { ServiceStatus } from "../../gql/graphql";
+import type { ServiceInstanceActionName, ServiceStatus } from "../../gql/graphql";
 import {
   ServiceDeleteDocument,
   ServiceRestartDocument,
@@ -26,26 +26,8 @@ import {
   ServiceStopDocument,
 } from "./queries";
 
-export type ServiceAction = "start" | "stop" | "restart" | "delete";
-
-const ALLOWED: Record<ServiceAction, readonly ServiceStatus[]> = {
-  start: ["STOPPED", "FAILED"],
-  stop: ["RUNNING", "FAILED"],
-  restart: ["RUNNING"],
-  delete: ["PENDING", "STARTING", "RUNNING", "STOPPING", "STOPPED", "FAILED"],
-};
-const BUSY: readonly ServiceStatus[] = ["PENDING", "STARTING", "STOPPING"];
-
-/** Why `action` is not possible in `status` (null: it is). */
-export function whyNot(action: ServiceAction, status: ServiceStatus): string | null {
-  if (ALLOWED[action].includes(status)) return null;
-  if (status === "DELETING") return "It is being deleted.";
-  if (BUSY.includes(status)) return `It is ${statusLabel(status).toLowerCase()}: wait until this step finishes.`;
-  if (action === "start") return "It is already running.";
-  if (action === "stop") return "It is not running.";
-  if (action === "restart") return `Only a running service can be restarted (it is ${statusLabel(status).toLowerCase()}): start it instead.`;
-  return `Not possible while it is ${statusLabel(status).toLowerCase()}.`;
-}
+export type ServiceAction = ServiceInstanceActionName;
+type ServiceActions = readonly { name: ServiceAction; allowed: boolean; reason?: string | null }[];
 
 export interface ConnectLinkValue {
   port: string;
@@ -56,6 +38,8 @@ export interface LiveState {
   status: ServiceStatus;
   statusMessage: string | null;
   connect: readonly ConnectLinkValue[];
+  /** What the caller may do with it now, as the API says. */
+  actions: ServiceActions;
 }
 
 /** The service's status as the `serviceInstanceStatus` subscription tells it, or as loaded when the
@@ -67,9 +51,9 @@ export function useLiveService(
   const [{ data }] = useSubscription({ query: ServiceStatusLiveDocument, variables: { id } });
   const event = data?.serviceInstanceStatus;
   if (event && event.instance.id === id && new Date(event.at).getTime() >= new Date(loaded.updatedAt).getTime()) {
-    return { status: event.status, statusMessage: event.message ?? null, connect: event.instance.connect, live: true };
+    return { status: event.status, statusMessage: event.message ?? null, connect: event.instance.connect, actions: event.instance.actions, live: true };
   }
-  return { status: loaded.status, statusMessage: loaded.statusMessage, connect: loaded.connect, live: Boolean(event) };
+  return { status: loaded.status, statusMessage: loaded.statusMessage, connect: loaded.connect, actions: loaded.actions, live: Boolean(event) };
 }
 
 export function isSsh(link: ConnectLinkValue): boolean {
@@ -156,24 +140,25 @@ export function ConnectLinks({
 }
 
 const ICONS: Record<ServiceAction, ReactNode> = {
-  start: <IconPlayerPlay size={16} />,
-  stop: <IconPlayerStop size={16} />,
-  restart: <IconRefresh size={16} />,
-  delete: <IconTrash size={16} />,
+  START: <IconPlayerPlay size={16} />,
+  STOP: <IconPlayerStop size={16} />,
+  RESTART: <IconRefresh size={16} />,
+  DELETE: <IconTrash size={16} />,
 };
-const LABELS: Record<ServiceAction, string> = { start: "Start", stop: "Stop", restart: "Restart", delete: "Delete" };
+const LABELS: Record<ServiceAction, string> = { START: "Start", STOP: "Stop", RESTART: "Restart", DELETE: "Delete" };
+const VERBS: Record<ServiceAction, string> = { START: "start", STOP: "stop", RESTART: "restart", DELETE: "delete" };
 
-/** Start, Stop, Restart and Delete (asks first), each possible only in the statuses that allow it,
- * with a tooltip saying why not. Problems show as notifications. */
+/** Start, Stop, Restart and Delete (asks first), each possible when the API says it is, with a
+ * tooltip giving the API's reason when not. Problems show as notifications. */
 export function ServiceActions({
   service,
-  status,
+  actions,
   variant,
   onChanged,
   onDeleted,
 }: {
   service: { id: string; name: string; displayName: string };
-  status: ServiceStatus;
+  actions: ServiceActions;
   variant: "icons" | "buttons";
   onChanged: () => void;
   onDeleted: () => void;
@@ -183,7 +168,7 @@ export function ServiceActions({
   const [{ fetching: restarting }, restart] = useMutation(ServiceRestartDocument);
   const [{ fetching: deleting }, remove] = useMutation(ServiceDeleteDocument);
   const [confirming, setConfirming] = useState(false);
-  const busy: Record<ServiceAction, boolean> = { start: starting, stop: stopping, restart: restarting, delete: deleting };
+  const busy: Record<ServiceAction, boolean> = { START: starting, STOP: stopping, RESTART: restarting, DELETE: deleting };
   const label = service.displayName || service.name;
 
   function report(
@@ -196,19 +181,19 @@ export function ServiceActions({
         ? result.userErrors.map((e) => e.message).join("; ")
         : null;
     if (problem) {
-      notifications.show({ color: "red", title: `Could not ${action} "${label}"`, message: problem });
+      notifications.show({ color: "red", title: `Could not ${VERBS[action]} "${label}"`, message: problem });
       return false;
     }
     return true;
   }
 
-  async function answer(action: Exclude<ServiceAction, "delete">) {
+  async function answer(action: Exclude<ServiceAction, "DELETE">) {
     const variables = { id: service.id };
-    if (action === "start") {
+    if (action === "START") {
       const result = await start(variables);
       return { error: result.error, payload: result.data?.startServiceInstance };
     }
-    if (action === "stop") {
+    if (action === "STOP") {
       const result = await stop(variables);
       return { error: result.error, payload: result.data?.stopServiceInstance };
     }
@@ -217,7 +202,7 @@ export function ServiceActions({
   }
 
   async function run(action: ServiceAction) {
-    if (action === "delete") {
+    if (action === "DELETE") {
       setConfirming(true);
       return;
     }
@@ -236,25 +221,25 @@ export function ServiceActions({
     const result = await remove({ id: service.id });
     const payload = result.data?.deleteServiceInstance;
     setConfirming(false);
-    if (report("delete", { error: result.error ?? (payload ? undefined : { message: "No answer from the server." }), userErrors: payload?.userErrors })) {
+    if (report("DELETE", { error: result.error ?? (payload ? undefined : { message: "No answer from the server." }), userErrors: payload?.userErrors })) {
       notifications.show({ color: "blue", message: `"${label}" is being deleted.` });
       onDeleted();
     }
   }
 
-  const actions: ServiceAction[] = ["start", "stop", "restart", "delete"];
+  const offered: ServiceAction[] = ["START", "STOP", "RESTART", "DELETE"];
   return (
     <>
       <Group gap={variant === "icons" ? 2 : "xs"} wrap="nowrap">
-        {actions.map((action) => {
-          const reason = whyNot(action, status);
+        {offered.map((action) => {
+          const reason = whyNot(actions, action);
           const disabled = reason !== null;
-          const tip = disabled ? `Cannot ${action}: ${reason}` : LABELS[action];
+          const tip = reason ?? LABELS[action];
           const common = {
             "aria-label": `${LABELS[action]} ${label}`,
             "aria-disabled": disabled || undefined,
             "data-disabled": disabled || undefined,
-            color: action === "delete" ? "red" : undefined,
+            color: action === "DELETE" ? "red" : undefined,
             loading: busy[action],
             onClick: () => {
               if (!disabled) void run(action);
@@ -267,7 +252,7 @@ export function ServiceActions({
                   {ICONS[action]}
                 </ActionIcon>
               ) : (
-                <Button variant={action === "delete" ? "subtle" : "light"} size="sm" leftSection={ICONS[action]} {...common}>
+                <Button variant={action === "DELETE" ? "subtle" : "light"} size="sm" leftSection={ICONS[action]} {...common}>
                   {LABELS[action]}
                 </Button>
               )}

@@ -15,6 +15,11 @@ export const ServiceRowFieldsFragment = graphql(`
       port
       url
     }
+    actions {
+      name
+      allowed
+      reason
+    }
     template {
       id
       displayName
@@ -167,6 +172,11 @@ export const ServiceStatusLiveDocument = graphql(`
         connect {
           port
           url
+        }
+        actions {
+          name
+          allowed
+          reason
         }
       }
     }
