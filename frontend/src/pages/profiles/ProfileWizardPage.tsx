@@ -1,67 +1,36 @@
-import {
-  Anchor,
-  Breadcrumbs,
-  Button,
-  Fieldset,
-  Group,
-  NumberInput,
-  Paper,
-  Select,
-  SimpleGrid,
-  Stack,
-  Stepper,
-  Text,
-  TextInput,
-  Textarea,
-  Title,
-} from "@mantine/core";
+import { Anchor, Breadcrumbs, Button, Group, Paper, Stack, Stepper, Text, Title } from "@mantine/core";
 import { notifications } from "@mantine/notifications";
 import { IconAlertTriangle } from "@tabler/icons-react";
-import { useCallback, useMemo, useState } from "react";
+import { useMemo, useReducer, type FormEvent } from "react";
 import { Link, useNavigate, useParams } from "react-router-dom";
 import { useMutation, useQuery } from "urql";
 
 import { useProject } from "../../app/project";
 import { describeError, errorsByField, fieldKey, type ServerError } from "../../components/errors";
 import { FormErrors } from "../../components/FormErrors";
-import { KeyValueEditor } from "../../components/KeyValueEditor";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
-import type { ProfileWizardOptionsQuery, Vendor } from "../../gql/graphql";
-import { statusLabel } from "../../components/StatusBadge";
+import type { ProfileWizardOptionsQuery } from "../../gql/graphql";
+import { EndUserStep } from "./EndUserStep";
+import { GeneralStep } from "./GeneralStep";
 import { ProfileCreateDocument, ProfileDetailDocument, ProfileUpdateDocument, ProfileWizardOptionsDocument } from "./operations";
-import { ProfileIcon } from "./ProfileIcon";
-import { ReadmePreview } from "./ReadmePreview";
 import { InputSettingsStep, OutputSettingsStep } from "./SettingsSteps";
 import {
   createInput,
-  emptyValues,
+  initialWizard,
   PLACED_FIELDS,
-  settingsFor,
   stepOfField,
   STEPS,
   stepsWithErrors,
   updateInput,
   validateAll,
   validateStep,
-  valuesFromProfile,
-  type InputSettingState,
-  type OutputSettingState,
+  wizardReducer,
   type Profile,
   type Template,
   type WizardMode,
-  type WizardValues,
 } from "./wizardModel";
 
 type Cluster = ProfileWizardOptionsQuery["clusters"][number];
-
-const DEFAULT_CLUSTER = "__default__";
-const VENDORS: { value: Vendor; label: string }[] = [
-  { value: "NVIDIA", label: "NVIDIA" },
-  { value: "AMD", label: "AMD" },
-  { value: "INTEL", label: "Intel" },
-  { value: "ASCEND", label: "Ascend" },
-  { value: "CPU", label: "None (CPU only)" },
-];
 
 /** Add Compute Profile (studio/profiles/new) and Edit (studio/profiles/:id/edit). */
 export function ProfileWizardPage() {
@@ -147,10 +116,7 @@ export function ProfileWizardPage() {
   );
 }
 
-function versionLabel(version: { version: string; state: string }): string {
-  return `${version.version} (${statusLabel(version.state)})`;
-}
-
+/** The four steps (the state in wizardModel's reducer), Back / Next, and saving. */
 function ProfileWizard({
   mode,
   project,
@@ -165,410 +131,97 @@ function ProfileWizard({
   clusters: readonly Cluster[];
 }) {
   const navigate = useNavigate();
-  const [values, setValues] = useState<WizardValues>(() => (profile ? valuesFromProfile(profile) : emptyValues()));
-  const [active, setActive] = useState(0);
-  const [visited, setVisited] = useState(mode === "edit" ? STEPS.length - 1 : 0);
-  const [errors, setErrors] = useState<Record<string, string>>({});
-  const [saving, setSaving] = useState(false);
-  const [iconStatus, setIconStatus] = useState<string>("none");
-  const [, create] = useMutation(ProfileCreateDocument);
-  const [, update] = useMutation(ProfileUpdateDocument);
+  const [state, dispatch] = useReducer(wizardReducer, null, () => initialWizard(mode, profile));
+  const { values, errors, active, visited } = state;
+  const [{ fetching: creating }, create] = useMutation(ProfileCreateDocument);
+  const [{ fetching: updating }, update] = useMutation(ProfileUpdateDocument);
 
   const template = templates.find((t) => t.id === values.templateId);
   const version = template?.versions.find((v) => v.id === values.versionId);
   const last = STEPS.length - 1;
   const stepErrors = useMemo(() => stepsWithErrors(errors), [errors]);
   const base = `/p/${project}/studio/profiles`;
+  const goTo = (step: number) => dispatch({ type: "goTo", step });
 
-  /** Changes values and forgets the errors of the fields changed. */
-  const change = useCallback((patch: Partial<WizardValues>, ...errorKeys: string[]) => {
-    setValues((old) => ({ ...old, ...patch }));
-    if (errorKeys.length) {
-      setErrors((old) => {
-        const next = { ...old };
-        for (const key of Object.keys(next)) {
-          if (errorKeys.some((k) => key === k || key.startsWith(`${k}.`))) delete next[key];
-        }
-        return next;
-      });
-    }
-  }, []);
-
-  function chooseTemplate(templateId: string | null) {
-    const chosen = templates.find((t) => t.id === templateId);
-    const firstActive = chosen?.versions.find((v) => v.state === "ACTIVE");
-    setValues((old) => ({
-      ...old,
-      templateId,
-      versionId: firstActive?.id ?? null,
-      ...settingsFor(firstActive, old.inputs, old.outputs),
-    }));
-    setErrors(({ environmentTemplate: _t, environmentTemplateVersion: _v, ...rest }) => rest);
-  }
-
-  function chooseVersion(versionId: string | null) {
-    const chosen = template?.versions.find((v) => v.id === versionId);
-    setValues((old) => ({ ...old, versionId, ...settingsFor(chosen, old.inputs, old.outputs) }));
-    setErrors(({ environmentTemplateVersion: _v, ...rest }) => rest);
-  }
-
-  function setGpuCount(value: number | string) {
-    const gpuCount = typeof value === "number" ? value : Number.parseInt(value, 10) || 0;
-    setValues((old) => ({
-      ...old,
-      gpuCount,
-      gpuVendor: gpuCount === 0 ? "CPU" : old.gpuVendor === "CPU" ? "NVIDIA" : old.gpuVendor,
-    }));
-    setErrors(({ "resources.gpuCount": _c, "resources.gpuVendor": _v, ...rest }) => rest);
-  }
-
-  function goTo(step: number) {
-    setActive(step);
-    setVisited((v) => Math.max(v, step));
+  /** Leaves the step shown only when its required fields are filled in. */
+  function stepChecked(): boolean {
+    const problems = validateStep(values, active, mode);
+    if (Object.keys(problems).length === 0) return true;
+    dispatch({ type: "setErrors", errors: problems, merge: true });
+    return false;
   }
 
   function next() {
-    const problems = validateStep(values, active, mode);
-    if (Object.keys(problems).length > 0) {
-      setErrors((old) => ({ ...old, ...problems }));
-      return;
+    if (stepChecked()) goTo(Math.min(active + 1, last));
+  }
+
+  /** The server's answer: the saved profile's id, or why not (a failure, or errors by field). */
+  async function save(): Promise<{ id: string | null; failure: string | null; userErrors: readonly ServerError[] }> {
+    if (mode === "create") {
+      const result = await create({ input: createInput(values, project, version) });
+      const payload = result.data?.createComputeProfile;
+      if (result.error || !payload) return { id: null, failure: describeError(result.error) ?? "Could not add the compute profile.", userErrors: [] };
+      return { id: payload.computeProfile?.id ?? null, failure: null, userErrors: payload.userErrors };
     }
-    goTo(Math.min(active + 1, last));
+    const result = await update({ input: updateInput(values, profile?.id ?? "", version) });
+    const payload = result.data?.updateComputeProfile;
+    if (result.error || !payload) return { id: null, failure: describeError(result.error) ?? "Could not save the compute profile.", userErrors: [] };
+    return { id: payload.computeProfile?.id ?? null, failure: null, userErrors: payload.userErrors };
   }
 
   async function submit() {
     const problems = validateAll(values, mode);
     if (Object.keys(problems).length > 0) {
-      setErrors(problems);
-      setActive(stepOfField(Object.keys(problems)[0]) ?? active);
+      dispatch({ type: "setErrors", errors: problems });
+      goTo(stepOfField(Object.keys(problems)[0]) ?? active);
       return;
     }
-    setSaving(true);
-    let userErrors: readonly ServerError[] = [];
-    let savedId: string | null = null;
-    let topError: string | null = null;
-    try {
-      if (mode === "create") {
-        const result = await create({ input: createInput(values, project, version) });
-        const payload = result.data?.createComputeProfile;
-        if (result.error || !payload) topError = describeError(result.error) ?? "Could not add the compute profile.";
-        else {
-          userErrors = payload.userErrors;
-          savedId = payload.computeProfile?.id ?? null;
-        }
-      } else if (profile) {
-        const result = await update({ input: updateInput(values, profile.id, version) });
-        const payload = result.data?.updateComputeProfile;
-        if (result.error || !payload) topError = describeError(result.error) ?? "Could not save the compute profile.";
-        else {
-          userErrors = payload.userErrors;
-          savedId = payload.computeProfile?.id ?? null;
-        }
-      }
-    } finally {
-      setSaving(false);
-    }
-    if (topError) {
-      setErrors({ "": topError });
+    const saved = await save();
+    if (saved.failure) {
+      dispatch({ type: "setErrors", errors: { "": saved.failure } });
       return;
     }
-    if (userErrors.length > 0) {
-      setErrors(errorsByField(userErrors));
+    if (saved.userErrors.length > 0) {
+      dispatch({ type: "setErrors", errors: errorsByField(saved.userErrors) });
       // Show the step that holds the first error.
-      const step = userErrors.map((e) => stepOfField(fieldKey(e.field))).find((s) => s !== null);
+      const step = saved.userErrors.map((e) => stepOfField(fieldKey(e.field))).find((s) => s !== null);
       if (step !== undefined && step !== null) goTo(step);
       return;
     }
-    setErrors({});
-    if (!savedId) return;
+    dispatch({ type: "setErrors", errors: {} });
+    if (!saved.id) return;
     notifications.show({
       color: "green",
       message: mode === "create" ? `Compute profile "${values.name}" added.` : `Compute profile "${values.name}" saved.`,
     });
-    navigate(`${base}/${savedId}`);
+    navigate(`${base}/${saved.id}`);
   }
 
-  function onSubmit(event: React.FormEvent) {
+  function onSubmit(event: FormEvent) {
     event.preventDefault();
     if (mode === "create" && active < last) next();
     else void submit();
   }
 
-  const setInput = (name: string, patch: Partial<InputSettingState>, errorKey: string) => {
-    setValues((old) => ({ ...old, inputs: { ...old.inputs, [name]: { ...old.inputs[name], ...patch } } }));
-    setErrors((old) => {
-      const nextErrors = { ...old };
-      for (const key of Object.keys(nextErrors)) if (key === errorKey || key.startsWith(`${errorKey}.`)) delete nextErrors[key];
-      return nextErrors;
-    });
-  };
-  const setOutput = (name: string, patch: Partial<OutputSettingState>, errorKey: string) => {
-    setValues((old) => ({ ...old, outputs: { ...old.outputs, [name]: { ...old.outputs[name], ...patch } } }));
-    setErrors(({ [errorKey]: _e, ...rest }) => rest);
-  };
-
-  const ownTemplates = templates.filter((t) => !t.builtIn);
-  const builtIns = templates.filter((t) => t.builtIn);
-  const templateData = [
-    { group: "This project", items: ownTemplates.map((t) => ({ value: t.id, label: `${t.displayName} (${t.name})` })) },
-    { group: "Built-in", items: builtIns.map((t) => ({ value: t.id, label: `${t.displayName} (${t.name})` })) },
-  ].filter((g) => g.items.length > 0);
-  const pinned = profile?.environmentTemplateVersion.id;
-  const versionData = (template?.versions ?? []).map((v) => ({
-    value: v.id,
-    label: versionLabel(v),
-    // Only ACTIVE versions can be pinned; the one a profile already pins stays selectable.
-    disabled: v.state !== "ACTIVE" && v.id !== pinned,
-  }));
-  const noActive = template !== undefined && !template.versions.some((v) => v.state === "ACTIVE");
-  const clusterData = [
-    {
-      value: DEFAULT_CLUSTER,
-      label: "Default cluster",
-      disabled: mode === "edit" && Boolean(profile?.cluster),
-    },
-    ...clusters.map((c) => ({
-      value: c.id,
-      label: `${c.displayName || c.name}${c.isDefault ? " (default)" : ""} · ${statusLabel(c.status)}`,
-    })),
-  ];
-
-  const general = (
-    <Stack>
-      <SimpleGrid cols={{ base: 1, sm: 2 }}>
-        <TextInput
-          label="Unique Name"
-          description={
-            mode === "create"
-              ? "e.g. sm-gpu-inst: lowercase letters, digits and '-'. It cannot be changed once the profile is created."
-              : "The unique name cannot be changed."
-          }
-          required={mode === "create"}
-          readOnly={mode === "edit"}
-          variant={mode === "edit" ? "filled" : "default"}
-          value={values.name}
-          error={errors.name}
-          onChange={(event) => change({ name: event.currentTarget.value }, "name")}
-          data-autofocus
-        />
-        <TextInput
-          label="Display Name"
-          description="What end users see, e.g. Small, Medium, Large."
-          required
-          value={values.displayName}
-          error={errors.displayName}
-          onChange={(event) => change({ displayName: event.currentTarget.value }, "displayName")}
-        />
-      </SimpleGrid>
-      <Textarea
-        label="Description"
-        description="A few sentences that help end users understand the profile."
-        autosize
-        minRows={2}
-        maxRows={8}
-        value={values.description}
-        error={errors.description}
-        onChange={(event) => change({ description: event.currentTarget.value }, "description")}
-      />
-      <SimpleGrid cols={{ base: 1, sm: 2 }}>
-        <Select
-          label="Allocation Type"
-          description="Dedicated: whole resources for each instance (training). Shared: a share of the cluster (inference, experiments)."
-          required
-          placeholder="Choose"
-          data={[
-            { value: "DEDICATED", label: "Dedicated" },
-            { value: "SHARED", label: "Shared" },
-          ]}
-          value={values.allocationType}
-          allowDeselect={false}
-          error={errors.allocationType}
-          onChange={(value) => change({ allocationType: value as WizardValues["allocationType"] }, "allocationType")}
-        />
-        <Select
-          label="Cluster"
-          description={
-            mode === "edit" && profile?.cluster
-              ? "Where instances go. (The API cannot move a profile back to the default cluster.)"
-              : "Where instances of this profile are deployed."
-          }
-          data={clusterData}
-          value={values.clusterId || DEFAULT_CLUSTER}
-          allowDeselect={false}
-          error={errors.cluster}
-          onChange={(value) => change({ clusterId: !value || value === DEFAULT_CLUSTER ? "" : value }, "cluster")}
-        />
-        <Select
-          label="Environment Template"
-          description="The infrastructure as code that creates each instance."
-          required
-          searchable
-          placeholder="Choose a template"
-          data={templateData}
-          value={values.templateId}
-          allowDeselect={false}
-          error={errors.environmentTemplate}
-          nothingFoundMessage="No template matches"
-          onChange={chooseTemplate}
-        />
-        <Select
-          label="Environment Template Version"
-          description={noActive ? undefined : "Only active versions can be chosen."}
-          required
-          placeholder={template ? "Choose a version" : "Choose a template first"}
-          disabled={!template}
-          data={versionData}
-          value={values.versionId}
-          allowDeselect={false}
-          error={
-            errors.environmentTemplateVersion ??
-            (noActive ? "This template has no active version: activate one on its page first." : undefined)
-          }
-          onChange={chooseVersion}
-        />
-      </SimpleGrid>
-      <Fieldset legend="Resources">
-        <Stack gap="sm">
-          <SimpleGrid cols={{ base: 1, sm: 3 }}>
-            <TextInput
-              label="CPU"
-              description='Cores, e.g. "8" or "500m".'
-              required
-              value={values.cpu}
-              error={errors["resources.cpu"]}
-              onChange={(event) => change({ cpu: event.currentTarget.value }, "resources.cpu")}
-            />
-            <TextInput
-              label="Memory"
-              description='e.g. "64Gi".'
-              required
-              value={values.memory}
-              error={errors["resources.memory"]}
-              onChange={(event) => change({ memory: event.currentTarget.value }, "resources.memory")}
-            />
-            <TextInput
-              label="Storage"
-              description='e.g. "100Gi".'
-              required
-              value={values.storage}
-              error={errors["resources.storage"]}
-              onChange={(event) => change({ storage: event.currentTarget.value }, "resources.storage")}
-            />
-            <NumberInput
-              label="GPU Count"
-              description="0 for a CPU-only profile."
-              min={0}
-              max={1024}
-              allowDecimal={false}
-              allowNegative={false}
-              value={values.gpuCount}
-              error={errors["resources.gpuCount"]}
-              onChange={setGpuCount}
-            />
-            <Select
-              label="GPU Vendor"
-              data={VENDORS.map((v) => ({ ...v, disabled: values.gpuCount === 0 ? v.value !== "CPU" : v.value === "CPU" }))}
-              value={values.gpuVendor}
-              allowDeselect={false}
-              error={errors["resources.gpuVendor"]}
-              onChange={(value) => value && change({ gpuVendor: value as Vendor }, "resources.gpuVendor")}
-            />
-            <TextInput
-              label="GPU Model"
-              description="Optional, e.g. A100-80GB."
-              disabled={values.gpuCount === 0}
-              value={values.gpuModel}
-              error={errors["resources.gpuModel"]}
-              onChange={(event) => change({ gpuModel: event.currentTarget.value }, "resources.gpuModel")}
-            />
-          </SimpleGrid>
-          {errors.resources && (
-            <Text size="xs" c="red" role="alert">
-              {errors.resources}
-            </Text>
-          )}
-        </Stack>
-      </Fieldset>
-      <SimpleGrid cols={{ base: 1, md: 2 }} spacing="xl">
-        <KeyValueEditor
-          label="Labels"
-          name="labels"
-          description="Attached to the compute instances launched from this profile."
-          value={values.labels}
-          errors={errors}
-          onChange={(labels) => change({ labels }, "labels")}
-        />
-        <KeyValueEditor
-          label="Annotations"
-          name="annotations"
-          description="Descriptive metadata attached to the compute instances launched from this profile."
-          value={values.annotations}
-          errors={errors}
-          onChange={(annotations) => change({ annotations }, "annotations")}
-        />
-      </SimpleGrid>
-    </Stack>
-  );
-
-  const endUser = (
-    <Stack>
-      <Group align="flex-start" wrap="nowrap" gap="lg">
-        <TextInput
-          label="Icon URL"
-          description="The icon users see in the catalog: an http(s) URL or a data:image URL."
-          placeholder="https://example.com/icon.png"
-          value={values.iconUrl}
-          error={errors.iconUrl}
-          onChange={(event) => change({ iconUrl: event.currentTarget.value }, "iconUrl")}
-          style={{ flex: 1 }}
-        />
-        <Stack gap={4} align="center">
-          <Text size="xs" c="dimmed">
-            Preview
-          </Text>
-          <ProfileIcon url={values.iconUrl} name={values.displayName || values.name || "Profile"} onStatus={setIconStatus} />
-        </Stack>
-      </Group>
-      {iconStatus === "failed" && (
-        <Text size="xs" c="orange" role="status">
-          The image could not be loaded: users would see the default icon.
-        </Text>
-      )}
-      <SimpleGrid cols={{ base: 1, md: 2 }}>
-        <Textarea
-          label="Readme"
-          description="Markdown (or plain text) that tells users about the profile, with instructions if any."
-          autosize
-          minRows={12}
-          maxRows={30}
-          styles={{ input: { fontFamily: "var(--mantine-font-family-monospace)", fontSize: 13 } }}
-          value={values.readme}
-          error={errors.readme}
-          onChange={(event) => change({ readme: event.currentTarget.value }, "readme")}
-        />
-        <Stack gap={4}>
-          <div>
-            <Text size="sm" fw={500}>
-              Readme preview
-            </Text>
-            <Text size="xs" c="dimmed">
-              As users will see it: rendered and sanitized by the server as you type.
-            </Text>
-          </div>
-          <Paper withBorder p="md" radius="md" mih={200} data-testid="readme-preview">
-            <ReadmePreview markdown={values.readme} />
-          </Paper>
-        </Stack>
-      </SimpleGrid>
-    </Stack>
-  );
-
   const stepContent = [
-    general,
-    endUser,
-    <InputSettingsStep key="inputs" version={version} settings={values.inputs} errors={errors} onChange={setInput} />,
-    <OutputSettingsStep key="outputs" version={version} settings={values.outputs} errors={errors} onChange={setOutput} />,
+    <GeneralStep key="general" mode={mode} state={state} dispatch={dispatch} profile={profile} templates={templates} clusters={clusters} />,
+    <EndUserStep key="end-user" state={state} dispatch={dispatch} />,
+    <InputSettingsStep
+      key="inputs"
+      version={version}
+      settings={values.inputs}
+      errors={errors}
+      onChange={(name, patch, field) => dispatch({ type: "setInput", name, patch, field })}
+    />,
+    <OutputSettingsStep
+      key="outputs"
+      version={version}
+      settings={values.outputs}
+      errors={errors}
+      onChange={(name, patch, field) => dispatch({ type: "setOutput", name, patch, field })}
+    />,
   ];
+  const saving = creating || updating;
 
   return (
     <form onSubmit={onSubmit} noValidate>
@@ -576,14 +229,8 @@ function ProfileWizard({
         <Stepper
           active={active}
           onStepClick={(step) => {
-            if (mode === "create" && step > active) {
-              // Forward only through steps whose required fields are filled in.
-              const problems = validateStep(values, active, mode);
-              if (Object.keys(problems).length > 0) {
-                setErrors((old) => ({ ...old, ...problems }));
-                return;
-              }
-            }
+            // Forward only through steps whose required fields are filled in.
+            if (mode === "create" && step > active && !stepChecked()) return;
             goTo(step);
           }}
           size="sm"

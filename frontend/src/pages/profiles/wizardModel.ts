@@ -277,3 +277,83 @@ export function updateInput(
     outputSettings: outputSettings(values, version),
   };
 }
+
+/** The wizard as a whole: the values, the errors by field, the step shown and the furthest one
+ * reached (steps up to it may be clicked). */
+export interface WizardState {
+  values: WizardValues;
+  errors: Record<string, string>;
+  active: number;
+  visited: number;
+}
+
+export type WizardAction =
+  /** Changes values and forgets the errors of the fields named (and of those under them). */
+  | { type: "change"; patch: Partial<WizardValues>; fields: readonly string[] }
+  | { type: "chooseTemplate"; template: Template | undefined }
+  | { type: "chooseVersion"; version: TemplateVersion | undefined }
+  | { type: "setGpuCount"; gpuCount: number }
+  | { type: "setInput"; name: string; patch: Partial<InputSettingState>; field: string }
+  | { type: "setOutput"; name: string; patch: Partial<OutputSettingState>; field: string }
+  /** `merge`: added to the errors shown (a step's checks); otherwise they replace them. */
+  | { type: "setErrors"; errors: Record<string, string>; merge?: boolean }
+  | { type: "goTo"; step: number };
+
+export function initialWizard(mode: WizardMode, profile: Profile | null): WizardState {
+  return {
+    values: profile ? valuesFromProfile(profile) : emptyValues(),
+    errors: {},
+    active: 0,
+    visited: mode === "edit" ? STEPS.length - 1 : 0,
+  };
+}
+
+/** The errors less those of `fields` and of the fields under them ("labels" forgets "labels.0.key"). */
+export function forgetErrors(errors: Record<string, string>, fields: readonly string[]): Record<string, string> {
+  return Object.fromEntries(Object.entries(errors).filter(([key]) => !fields.some((f) => key === f || key.startsWith(`${f}.`))));
+}
+
+export function wizardReducer(state: WizardState, action: WizardAction): WizardState {
+  const { values, errors } = state;
+  switch (action.type) {
+    case "change":
+      return { ...state, values: { ...values, ...action.patch }, errors: forgetErrors(errors, action.fields) };
+    case "chooseTemplate": {
+      // A template's first active version, with the settings of its inputs and outputs.
+      const version = action.template?.versions.find((v) => v.state === "ACTIVE");
+      return {
+        ...state,
+        values: { ...values, templateId: action.template?.id ?? null, versionId: version?.id ?? null, ...settingsFor(version, values.inputs, values.outputs) },
+        errors: forgetErrors(errors, ["environmentTemplate", "environmentTemplateVersion"]),
+      };
+    }
+    case "chooseVersion":
+      return {
+        ...state,
+        values: { ...values, versionId: action.version?.id ?? null, ...settingsFor(action.version, values.inputs, values.outputs) },
+        errors: forgetErrors(errors, ["environmentTemplateVersion"]),
+      };
+    case "setGpuCount": {
+      // No GPU means the CPU "vendor"; GPUs again bring NVIDIA back as the vendor.
+      const { gpuCount } = action;
+      const gpuVendor: Vendor = gpuCount === 0 ? "CPU" : values.gpuVendor === "CPU" ? "NVIDIA" : values.gpuVendor;
+      return { ...state, values: { ...values, gpuCount, gpuVendor }, errors: forgetErrors(errors, ["resources.gpuCount", "resources.gpuVendor"]) };
+    }
+    case "setInput":
+      return {
+        ...state,
+        values: { ...values, inputs: { ...values.inputs, [action.name]: { ...values.inputs[action.name], ...action.patch } } },
+        errors: forgetErrors(errors, [action.field]),
+      };
+    case "setOutput":
+      return {
+        ...state,
+        values: { ...values, outputs: { ...values.outputs, [action.name]: { ...values.outputs[action.name], ...action.patch } } },
+        errors: forgetErrors(errors, [action.field]),
+      };
+    case "setErrors":
+      return { ...state, errors: action.merge ? { ...errors, ...action.errors } : action.errors };
+    case "goTo":
+      return { ...state, active: action.step, visited: Math.max(state.visited, action.step) };
+  }
+}
