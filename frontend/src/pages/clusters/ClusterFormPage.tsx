@@ -6,7 +6,6 @@ import {
   Button,
   Checkbox,
   Group,
-  Paper,
   SegmentedControl,
   Select,
   SimpleGrid,
@@ -19,13 +18,14 @@ import {
 } from "@mantine/core";
 import { notifications } from "@mantine/notifications";
 import { IconLock, IconPlus, IconTrash } from "@tabler/icons-react";
-import { useState, type FormEvent, type ReactNode } from "react";
+import { useState, type FormEvent } from "react";
 import { Link, useNavigate, useParams } from "react-router-dom";
 import { useMutation, useQuery } from "urql";
 
 import { useProject } from "../../app/project";
 import { describeError, errorsByField, type ServerError } from "../../components/errors";
 import { FormErrors } from "../../components/FormErrors";
+import { Section } from "../../components/Section";
 import { ErrorState, Loading } from "../../components/states";
 import type { ClusterDriver, ClusterFieldsFragment, Vendor } from "../../gql/graphql";
 import { checkSummary } from "./common";
@@ -57,24 +57,6 @@ const PLACED = [
   "gpuResourceNames",
   "isDefault",
 ];
-
-function Section({ title, children, description }: { title: string; children: ReactNode; description?: string }) {
-  return (
-    <Paper withBorder p="md" radius="md">
-      <Stack gap="sm">
-        <Stack gap={2}>
-          <Title order={4}>{title}</Title>
-          {description && (
-            <Text size="xs" c="dimmed">
-              {description}
-            </Text>
-          )}
-        </Stack>
-        {children}
-      </Stack>
-    </Paper>
-  );
-}
 
 function ClusterForm({ cluster }: { cluster: ClusterFieldsFragment | null }) {
   const { project } = useProject();

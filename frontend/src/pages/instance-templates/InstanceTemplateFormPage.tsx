@@ -6,7 +6,6 @@ import {
   Button,
   Fieldset,
   Group,
-  Paper,
   Radio,
   Select,
   SimpleGrid,
@@ -18,7 +17,7 @@ import {
 } from "@mantine/core";
 import { notifications } from "@mantine/notifications";
 import { IconAlertTriangle, IconLock } from "@tabler/icons-react";
-import { useState, type FormEvent, type ReactNode } from "react";
+import { useState, type FormEvent } from "react";
 import { Link, useNavigate, useParams } from "react-router-dom";
 import { useMutation, useQuery } from "urql";
 
@@ -27,6 +26,7 @@ import { useProject } from "../../app/project";
 import { ConfirmButton } from "../../components/ConfirmButton";
 import { describeError, errorsByField, type ServerError } from "../../components/errors";
 import { FormErrors } from "../../components/FormErrors";
+import { Section } from "../../components/Section";
 import { toPairs, type Pair } from "../../components/KeyValueEditor";
 import { ErrorState, Loading } from "../../components/states";
 import type { ImagePullPolicy, InstanceTemplateFieldsFragment, Vendor } from "../../gql/graphql";
@@ -110,17 +110,6 @@ const PLACED = [
   "ports",
   "env",
 ];
-
-function Section({ title, children }: { title: string; children: ReactNode }) {
-  return (
-    <Paper withBorder p="md" radius="md">
-      <Stack gap="sm">
-        <Title order={4}>{title}</Title>
-        {children}
-      </Stack>
-    </Paper>
-  );
-}
 
 /** Client-side checks of the required fields (the server checks everything else). */
 function required(state: TemplateFormState, editing: boolean): Record<string, string> {

@@ -5,16 +5,16 @@ import { IconApps, IconRocket } from "@tabler/icons-react";
 import { Link } from "react-router-dom";
 
 import { StatusBadge, statusLabel } from "../../components/StatusBadge";
+import { Panel } from "../../components/Section";
 import { useConnection } from "../../hooks/useConnection";
 import { ReasonButton } from "./actions";
-import { Section } from "./InstanceDetails";
 import { RunStatusBadge } from "./RunStatusBadge";
 import { when, type Instance, type Live } from "./overview";
 
 /** The statuses as the live events told them since the page opened. */
 export function StatusUpdates({ status, history }: { status: string; history: Live["history"] }) {
   return (
-    <Section title="Status updates" action={<LiveBadge />}>
+    <Panel title="Status updates" action={<LiveBadge />}>
       {history.length === 0 ? (
         <Group gap="xs">
           <StatusBadge status={status} />
@@ -38,7 +38,7 @@ export function StatusUpdates({ status, history }: { status: string; history: Li
           ))}
         </Timeline>
       )}
-    </Section>
+    </Panel>
   );
 }
 
@@ -111,7 +111,7 @@ export function Services({ instance, project, status, readOnly }: { instance: In
       ? "Services run in a deployed instance: launch one once the status is Success."
       : null;
   return (
-    <Section
+    <Panel
       title="Services"
       action={
         <Group gap="xs">
@@ -166,7 +166,7 @@ export function Services({ instance, project, status, readOnly }: { instance: In
           </Table>
         </Table.ScrollContainer>
       )}
-    </Section>
+    </Panel>
   );
 }
 

@@ -1,26 +1,14 @@
 /* The sections of the compute instance page that show what it is: its details, and key/value
  * tables (inputs, outputs, labels, annotations). */
-import { ActionIcon, Anchor, Badge, Card, CopyButton, DataList, Group, Table, Text, Title, Tooltip } from "@mantine/core";
+import { ActionIcon, Anchor, Badge, CopyButton, DataList, Group, Table, Text, Tooltip } from "@mantine/core";
 import { IconCheck, IconCopy } from "@tabler/icons-react";
-import type { ReactNode } from "react";
 import { Link } from "react-router-dom";
 
 import { statusLabel } from "../../components/StatusBadge";
+import { Panel } from "../../components/Section";
 import { AllocationBadge } from "../catalog/resources";
 import { when, type Instance } from "./overview";
 import { SharingBadge } from "./SharingBadge";
-
-export function Section({ title, action, children }: { title: string; action?: ReactNode; children: ReactNode }) {
-  return (
-    <Card withBorder padding="lg" component="section" aria-label={title}>
-      <Group justify="space-between" mb="sm" wrap="wrap" gap="xs">
-        <Title order={4}>{title}</Title>
-        {action}
-      </Group>
-      {children}
-    </Card>
-  );
-}
 
 /** Key/value pairs (inputs, labels, outputs), each value copyable when asked. */
 export function Pairs({ pairs, empty, label, copy }: { pairs: readonly { key: string; value: string }[]; empty: string; label: string; copy?: boolean }) {
@@ -71,7 +59,7 @@ export function Pairs({ pairs, empty, label, copy }: { pairs: readonly { key: st
 /** Where the instance comes from and where it runs: profile, template, cluster, allocation, sharing. */
 export function DetailsSection({ instance, base }: { instance: Instance; base: string }) {
   return (
-    <Section title="Details">
+    <Panel title="Details">
       <DataList orientation="horizontal" labelWidth="140px" withDivider>
         <DataList.Item>
           <DataList.ItemLabel>Compute profile</DataList.ItemLabel>
@@ -127,6 +115,6 @@ export function DetailsSection({ instance, base }: { instance: Instance; base: s
           <DataList.ItemValue>{when(instance.updatedAt)}</DataList.ItemValue>
         </DataList.Item>
       </DataList>
-    </Section>
+    </Panel>
   );
 }

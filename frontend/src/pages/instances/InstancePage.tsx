@@ -10,10 +10,11 @@ import { describeError } from "../../components/errors";
 import { SharingModal } from "../../components/SharingModal";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
 import { StatusBadge } from "../../components/StatusBadge";
+import { Panel } from "../../components/Section";
 import { ResourceGrid } from "../catalog/resources";
 import { DeleteInstanceModal, DestroyInstanceModal, ReasonButton, useInstanceActions, type InstanceRef } from "./actions";
 import { Runs, Services, StatusUpdates } from "./InstanceActivity";
-import { DetailsSection, Pairs, Section } from "./InstanceDetails";
+import { DetailsSection, Pairs } from "./InstanceDetails";
 import { InstanceOverviewDocument, InstanceStatusLiveDocument, newest, reduceLive, type Instance } from "./overview";
 
 type Working = "deploy" | "destroy" | null;
@@ -159,38 +160,38 @@ export function InstancePage() {
         <Grid.Col span={{ base: 12, md: 7 }} order={{ base: 2, md: 1 }}>
           <Stack gap="md">
             <DetailsSection instance={instance} base={base} />
-            <Section title="Resources">
+            <Panel title="Resources">
               <ResourceGrid resources={instance.resources} />
-            </Section>
+            </Panel>
           </Stack>
         </Grid.Col>
         <Grid.Col span={{ base: 12, md: 5 }} order={{ base: 1, md: 2 }}>
           <Stack gap="md">
             <StatusUpdates status={status} history={live?.history ?? []} />
-            <Section title="Outputs">
+            <Panel title="Outputs">
               <Pairs pairs={instance.outputs} label="Outputs" copy empty={status === "SUCCESS" ? "The template declares no visible output." : "Outputs appear once the instance is deployed."} />
-            </Section>
+            </Panel>
           </Stack>
         </Grid.Col>
       </Grid>
 
       <SimpleGrid cols={{ base: 1, lg: 3 }} spacing="md">
-        <Section title="Inputs">
+        <Panel title="Inputs">
           <Pairs pairs={instance.inputs} label="Inputs" empty="No inputs." />
-        </Section>
-        <Section title="Labels">
+        </Panel>
+        <Panel title="Labels">
           <Pairs pairs={instance.labels} label="Labels" empty="No labels." />
-        </Section>
-        <Section title="Annotations">
+        </Panel>
+        <Panel title="Annotations">
           <Pairs pairs={instance.annotations} label="Annotations" empty="No annotations." />
-        </Section>
+        </Panel>
       </SimpleGrid>
 
       <Services instance={instance} project={project} status={status} readOnly={sharedWithUs} />
 
-      <Section title="Runs" action={<Text size="xs" c="dimmed">Newest first</Text>}>
+      <Panel title="Runs" action={<Text size="xs" c="dimmed">Newest first</Text>}>
         <Runs runs={instance.runs} />
-      </Section>
+      </Panel>
 
       <DestroyInstanceModal instance={confirmDestroy ? ref : null} busy={working === "destroy"} onClose={() => setConfirmDestroy(false)} onConfirm={() => run("destroy")} />
       <DeleteInstanceModal

@@ -22,6 +22,7 @@ import { useProject } from "../../app/project";
 import { describeError } from "../../components/errors";
 import { SharingModal } from "../../components/SharingModal";
 import { ErrorState, Loading } from "../../components/states";
+import { Panel } from "../../components/Section";
 import { statusLabel } from "../../components/StatusBadge";
 import { ConfirmDeleteModal } from "./ConfirmDeleteModal";
 import { allocationLabel, formatDate, gpuSummary, OVERRIDE_LABELS, SharingSummary } from "./common";
@@ -37,18 +38,6 @@ function Field({ label, children }: { label: string; children: ReactNode }) {
       </Text>
       <div>{typeof children === "string" ? <Text size="sm">{children}</Text> : children}</div>
     </div>
-  );
-}
-
-function Section({ title, children, action }: { title: string; children: ReactNode; action?: ReactNode }) {
-  return (
-    <Card withBorder radius="md" padding="lg">
-      <Group justify="space-between" mb="sm">
-        <Title order={4}>{title}</Title>
-        {action}
-      </Group>
-      {children}
-    </Card>
   );
 }
 
@@ -144,7 +133,7 @@ export function ProfileDetailPage() {
       {profile.description && <Text>{profile.description}</Text>}
 
       <SimpleGrid cols={{ base: 1, md: 2 }}>
-        <Section title="General">
+        <Panel title="General">
           <SimpleGrid cols={{ base: 1, sm: 2 }} spacing="md">
             <Field label="Unique Name">{profile.name}</Field>
             <Field label="Display Name">{profile.displayName}</Field>
@@ -173,8 +162,8 @@ export function ProfileDetailPage() {
             <Field label="Created">{formatDate(profile.createdAt)}</Field>
             <Field label="Updated">{formatDate(profile.updatedAt)}</Field>
           </SimpleGrid>
-        </Section>
-        <Section title="Resources">
+        </Panel>
+        <Panel title="Resources">
           <SimpleGrid cols={{ base: 2, sm: 3 }} spacing="md">
             <Field label="CPU">{r.cpu}</Field>
             <Field label="Memory">{r.memory}</Field>
@@ -183,8 +172,8 @@ export function ProfileDetailPage() {
             <Field label="GPU Vendor">{r.gpuVendor}</Field>
             <Field label="GPU Model">{r.gpuModel || "Any"}</Field>
           </SimpleGrid>
-        </Section>
-        <Section title="Labels and Annotations">
+        </Panel>
+        <Panel title="Labels and Annotations">
           <Stack gap="sm">
             <Field label="Labels">
               <Pairs pairs={profile.labels} empty="No labels" />
@@ -193,8 +182,8 @@ export function ProfileDetailPage() {
               <Pairs pairs={profile.annotations} empty="No annotations" />
             </Field>
           </Stack>
-        </Section>
-        <Section
+        </Panel>
+        <Panel
           title="Sharing"
           action={
             <Button size="xs" variant="subtle" onClick={() => setSharingOpen(true)}>
@@ -203,10 +192,10 @@ export function ProfileDetailPage() {
           }
         >
           <SharingSummary sharing={profile.sharing} />
-        </Section>
+        </Panel>
       </SimpleGrid>
 
-      <Section title="End User Configuration">
+      <Panel title="End User Configuration">
         <Stack>
           <Group align="center">
             <ProfileIcon url={profile.iconUrl} name={profile.displayName} />
@@ -232,9 +221,9 @@ export function ProfileDetailPage() {
             )}
           </Field>
         </Stack>
-      </Section>
+      </Panel>
 
-      <Section title="Input Settings">
+      <Panel title="Input Settings">
         {profile.inputSettings.length === 0 ? (
           <Text size="sm" c="dimmed">
             The template version declares no inputs.
@@ -287,9 +276,9 @@ export function ProfileDetailPage() {
             </Table>
           </Table.ScrollContainer>
         )}
-      </Section>
+      </Panel>
 
-      <Section title="Output Settings">
+      <Panel title="Output Settings">
         {profile.outputSettings.length === 0 ? (
           <Text size="sm" c="dimmed">
             The template version declares no outputs.
@@ -329,7 +318,7 @@ export function ProfileDetailPage() {
             </Table>
           </Table.ScrollContainer>
         )}
-      </Section>
+      </Panel>
 
       <SharingModal
         kind="profile"

@@ -1,27 +1,17 @@
 /* The sections of the "Launch service" form: where it runs, its template, the service itself and
  * the advanced overrides. Each shows part of the form's state and sends changes to its reducer. */
-import { Alert, Badge, Button, Checkbox, Collapse, Group, NumberInput, Paper, Radio, Select, SimpleGrid, Stack, Text, TextInput, Title } from "@mantine/core";
+import { Alert, Badge, Button, Checkbox, Collapse, Group, NumberInput, Paper, Radio, Select, SimpleGrid, Stack, Text, TextInput } from "@mantine/core";
 import { IconChevronDown, IconChevronRight, IconInfoCircle, IconRestore } from "@tabler/icons-react";
-import type { Dispatch, ReactNode } from "react";
+import type { Dispatch } from "react";
 
 import { statusLabel } from "../../components/StatusBadge";
+import { Section } from "../../components/Section";
 import { CommandEditor, EnvEditor, PortsEditor, VendorBadge } from "../instance-templates/spec";
 import { gpuUse, overrides, templateSpec, vendorMismatch, whyNotSelectable, type Instance, type LaunchAction, type LaunchState, type Template } from "./launchModel";
 
 interface SectionProps {
   state: LaunchState;
   dispatch: Dispatch<LaunchAction>;
-}
-
-function Section({ title, children }: { title: string; children: ReactNode }) {
-  return (
-    <Paper withBorder p="md" radius="md">
-      <Stack gap="sm">
-        <Title order={4}>{title}</Title>
-        {children}
-      </Stack>
-    </Paper>
-  );
 }
 
 function instanceLabel(instance: Instance): string {

@@ -4,7 +4,6 @@ import {
   Breadcrumbs,
   Code,
   Group,
-  Paper,
   SimpleGrid,
   Stack,
   Table,
@@ -18,6 +17,7 @@ import { useQuery } from "urql";
 
 import { useProject } from "../../app/project";
 import { describeError } from "../../components/errors";
+import { Section } from "../../components/Section";
 import { StatusBadge } from "../../components/StatusBadge";
 import { ErrorState, Loading } from "../../components/states";
 import type { ServiceDetailQuery } from "../../gql/graphql";
@@ -35,17 +35,6 @@ function Field({ label, children }: { label: string; children: ReactNode }) {
       </Text>
       <div>{children}</div>
     </Stack>
-  );
-}
-
-function Card({ title, children }: { title: string; children: ReactNode }) {
-  return (
-    <Paper withBorder p="md" radius="md">
-      <Stack gap="sm">
-        <Title order={4}>{title}</Title>
-        {children}
-      </Stack>
-    </Paper>
   );
 }
 
@@ -98,7 +87,7 @@ function ServiceView({ service, reload }: { service: Service; reload: () => void
           {live.statusMessage}
         </Alert>
       )}
-      <Card title="Connect">
+      <Section title="Connect">
         <ConnectLinks
           links={live.connect}
           status={live.status}
@@ -111,9 +100,9 @@ function ServiceView({ service, reload }: { service: Service; reload: () => void
                 : "The links appear once the service is running."
           }
         />
-      </Card>
+      </Section>
       <SimpleGrid cols={{ base: 1, md: 2 }}>
-        <Card title="Overview">
+        <Section title="Overview">
           <SimpleGrid cols={{ base: 1, xs: 2 }}>
             <Field label="Template">
               <Group gap={6}>
@@ -153,8 +142,8 @@ function ServiceView({ service, reload }: { service: Service; reload: () => void
               <Text size="sm">{new Date(service.updatedAt).toLocaleString()}</Text>
             </Field>
           </SimpleGrid>
-        </Card>
-        <Card title="Container">
+        </Section>
+        <Section title="Container">
           <SimpleGrid cols={{ base: 1, xs: 2 }}>
             <Field label="Image">
               <Code style={{ wordBreak: "break-all" }}>{service.image}</Code>
@@ -180,10 +169,10 @@ function ServiceView({ service, reload }: { service: Service; reload: () => void
               </Text>
             )}
           </Field>
-        </Card>
+        </Section>
       </SimpleGrid>
       <SimpleGrid cols={{ base: 1, md: 2 }}>
-        <Card title="Ports">
+        <Section title="Ports">
           {service.ports.length ? (
             <Table.ScrollContainer minWidth={360}>
               <Table>
@@ -218,8 +207,8 @@ function ServiceView({ service, reload }: { service: Service; reload: () => void
               No ports.
             </Text>
           )}
-        </Card>
-        <Card title="Environment variables">
+        </Section>
+        <Section title="Environment variables">
           {service.env.length ? (
             <Table.ScrollContainer minWidth={360}>
               <Table>
@@ -246,7 +235,7 @@ function ServiceView({ service, reload }: { service: Service; reload: () => void
               None.
             </Text>
           )}
-        </Card>
+        </Section>
       </SimpleGrid>
       <Text size="xs" c="dimmed">
         The spec is shown as written: {"{{generated_token}}"} stands for the value generated for this service, which the
