@@ -1,75 +1,23 @@
-import { ActionIcon, Anchor, Badge, Button, Card, Center, Group, Loader, Menu, Select, Stack, Table, Text, TextInput, Title, Tooltip, VisuallyHidden } from "@mantine/core";
+import { Anchor, Badge, Button, Card, Center, Group, Loader, Select, Stack, Table, Text, TextInput, Title, Tooltip, VisuallyHidden } from "@mantine/core";
 import { useDebouncedValue, useMediaQuery } from "@mantine/hooks";
-import { IconDots, IconEdit, IconPlayerPlay, IconPlus, IconSearch, IconShare, IconTrash, IconWreckingBall } from "@tabler/icons-react";
+import { IconPlus, IconSearch } from "@tabler/icons-react";
 import { useCallback, useEffect, useEffectEvent, useRef, useState, type ReactNode } from "react";
 import { Link, useSearchParams } from "react-router-dom";
-import { useQuery } from "urql";
 
 import { useProject } from "../../app/project";
-import { whyNot } from "../../components/actions";
 import { describeError } from "../../components/errors";
 import { SharingModal, type SharingTarget } from "../../components/SharingModal";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
 import { StatusBadge, statusLabel } from "../../components/StatusBadge";
-import { graphql } from "../../gql";
 import type { DeploymentStatus } from "../../gql/graphql";
 import { DeleteInstanceModal, DestroyInstanceModal, useInstanceActions, type InstanceRef } from "./actions";
+import { GoneWatcher } from "./GoneWatcher";
+import { InstanceRowMenu } from "./InstanceRowMenu";
 import { currentStatus, useInstanceEvents } from "./live";
 import { SharingBadge } from "./SharingBadge";
 import { useInstanceList, type Row } from "./useInstanceList";
 
 export const STATUSES: DeploymentStatus[] = ["NOT_DEPLOYED", "WAITING", "IN_PROGRESS", "SUCCESS", "FAILED", "DESTROYING"];
-
-export const InstanceGoneCheckDocument = graphql(`
-  query InstanceGoneCheck($id: ID!) {
-    computeInstance(id: $id) {
-      id
-      status
-    }
-  }
-`);
-
-/** Deleting a deployed instance destroys it first, and the project's events say nothing once it is
- * removed: while a row is Destroying, this asks every few seconds whether it still exists. */
-function GoneWatcher({ id, onGone }: { id: string; onGone: (id: string) => void }) {
-  const [{ data, fetching }, reexecute] = useQuery({ query: InstanceGoneCheckDocument, variables: { id }, requestPolicy: "network-only" });
-  useEffect(() => {
-    if (data && data.computeInstance === null) onGone(id);
-  }, [data, id, onGone]);
-  useEffect(() => {
-    if (fetching) return;
-    const timer = window.setTimeout(() => reexecute({ requestPolicy: "network-only" }), 3000);
-    return () => window.clearTimeout(timer);
-  }, [fetching, data, reexecute]);
-  return null;
-}
-
-function MenuAction({
-  reason,
-  icon,
-  color,
-  onClick,
-  children,
-}: {
-  reason: string | null;
-  icon: ReactNode;
-  color?: string;
-  onClick: () => void;
-  children: ReactNode;
-}) {
-  return (
-    <Menu.Item leftSection={icon} color={reason ? undefined : color} disabled={reason !== null} onClick={onClick}>
-      <Stack gap={0}>
-        <Text size="sm">{children}</Text>
-        {reason && (
-          <Text size="xs" c="dimmed" maw={240} style={{ whiteSpace: "normal" }}>
-            {reason}
-          </Text>
-        )}
-      </Stack>
-    </Menu.Item>
-  );
-}
 
 /** The project's compute instances (and those shared with it), statuses live. */
 export function InstancesPage() {
@@ -168,50 +116,18 @@ export function InstancesPage() {
       <SharingBadge sharing={row.sharing} />
     );
 
-  // Each item follows what the API says the caller may do with the instance now.
-  const actionsCell = (row: Row) => {
-    const instance = ref(row);
-    const { actions } = currentStatus(row, live);
-    const editReason = whyNot(actions, "UPDATE");
-    if (busy[row.id]) return <Loader size="sm" aria-label={`Working on ${row.displayName}`} />;
-    return (
-      <Menu position="bottom-end" withinPortal>
-        <Menu.Target>
-          <ActionIcon variant="subtle" color="gray" aria-label={`Actions for ${row.displayName}`}>
-            <IconDots size={18} />
-          </ActionIcon>
-        </Menu.Target>
-        <Menu.Dropdown>
-          {editReason ? (
-            <MenuAction reason={editReason} icon={<IconEdit size={16} />} onClick={() => undefined}>
-              Edit Configuration
-            </MenuAction>
-          ) : (
-            <Menu.Item leftSection={<IconEdit size={16} />} component={Link} to={`${base}/instances/${row.id}/edit`}>
-              Edit Configuration
-            </Menu.Item>
-          )}
-          <MenuAction reason={whyNot(actions, "DEPLOY")} icon={<IconPlayerPlay size={16} />} onClick={() => void run(row, "deploy")}>
-            Deploy
-          </MenuAction>
-          <MenuAction reason={whyNot(actions, "DESTROY")} icon={<IconWreckingBall size={16} />} color="orange" onClick={() => setDestroying(row)}>
-            Destroy
-          </MenuAction>
-          <MenuAction
-            reason={whyNot(actions, "SHARE")}
-            icon={<IconShare size={16} />}
-            onClick={() => setSharing({ id: row.id, name: row.name, displayName: row.displayName, project: row.project.name, sharing: row.sharing })}
-          >
-            Manage Sharing
-          </MenuAction>
-          <Menu.Divider />
-          <MenuAction reason={whyNot(actions, "DELETE")} icon={<IconTrash size={16} />} color="red" onClick={() => setDeleting(instance)}>
-            Delete
-          </MenuAction>
-        </Menu.Dropdown>
-      </Menu>
-    );
-  };
+  const actionsCell = (row: Row) => (
+    <InstanceRowMenu
+      row={row}
+      actions={currentStatus(row, live).actions}
+      base={base}
+      busy={Boolean(busy[row.id])}
+      onDeploy={() => void run(row, "deploy")}
+      onDestroy={() => setDestroying(row)}
+      onShare={() => setSharing({ id: row.id, name: row.name, displayName: row.displayName, project: row.project.name, sharing: row.sharing })}
+      onDelete={() => setDeleting(ref(row))}
+    />
+  );
 
   let body: ReactNode;
   if (list.error && !list.loaded) {
