@@ -63,30 +63,15 @@ function CreateTemplateForm({ project, onClose }: { project: string; onClose: ()
           onChange={(e) => setName(e.currentTarget.value)}
           data-autofocus
         />
-        <TextInput
-          label="Display Name"
-          description="Defaults to the unique name."
-          value={displayName}
-          error={errors.displayName}
-          onChange={(e) => setDisplayName(e.currentTarget.value)}
+        <TemplateFields
+          displayName={displayName}
+          description={description}
+          errors={errors}
+          onDisplayName={setDisplayName}
+          onDescription={setDescription}
+          displayNameHelp="Defaults to the unique name."
         />
-        <Textarea
-          label="Description"
-          autosize
-          minRows={2}
-          value={description}
-          error={errors.description}
-          onChange={(e) => setDescription(e.currentTarget.value)}
-        />
-        <FormErrors title="Not saved" errors={errors} placed={FIELDS} />
-        <Group justify="flex-end">
-          <Button variant="default" onClick={onClose}>
-            Cancel
-          </Button>
-          <Button type="submit" loading={fetching}>
-            Add Environment Template
-          </Button>
-        </Group>
+        <FormButtons saving={fetching} label="Add Environment Template" onClose={onClose} />
       </Stack>
     </form>
   );
@@ -148,31 +133,70 @@ function EditTemplateForm({
     <form onSubmit={submit} noValidate>
       <Stack>
         <TextInput label="Unique Name" value={template.name} readOnly variant="filled" description="It cannot be changed." />
-        <TextInput
-          label="Display Name"
-          required
-          value={displayName}
-          error={errors.displayName}
-          onChange={(e) => setDisplayName(e.currentTarget.value)}
+        <TemplateFields
+          displayName={displayName}
+          description={description}
+          errors={errors}
+          onDisplayName={setDisplayName}
+          onDescription={setDescription}
+          displayNameRequired
         />
-        <Textarea
-          label="Description"
-          autosize
-          minRows={2}
-          value={description}
-          error={errors.description}
-          onChange={(e) => setDescription(e.currentTarget.value)}
-        />
-        <FormErrors title="Not saved" errors={errors} placed={FIELDS} />
-        <Group justify="flex-end">
-          <Button variant="default" onClick={onClose}>
-            Cancel
-          </Button>
-          <Button type="submit" loading={fetching}>
-            Save Changes
-          </Button>
-        </Group>
+        <FormButtons saving={fetching} label="Save Changes" onClose={onClose} />
       </Stack>
     </form>
+  );
+}
+
+/** The display name and the description (both dialogs), and the errors no field shows. */
+function TemplateFields({
+  displayName,
+  description,
+  errors,
+  onDisplayName,
+  onDescription,
+  displayNameRequired = false,
+  displayNameHelp,
+}: {
+  displayName: string;
+  description: string;
+  errors: Record<string, string>;
+  onDisplayName: (value: string) => void;
+  onDescription: (value: string) => void;
+  displayNameRequired?: boolean;
+  displayNameHelp?: string;
+}) {
+  return (
+    <>
+      <TextInput
+        label="Display Name"
+        description={displayNameHelp}
+        required={displayNameRequired}
+        value={displayName}
+        error={errors.displayName}
+        onChange={(e) => onDisplayName(e.currentTarget.value)}
+      />
+      <Textarea
+        label="Description"
+        autosize
+        minRows={2}
+        value={description}
+        error={errors.description}
+        onChange={(e) => onDescription(e.currentTarget.value)}
+      />
+      <FormErrors title="Not saved" errors={errors} placed={FIELDS} />
+    </>
+  );
+}
+
+function FormButtons({ saving, label, onClose }: { saving: boolean; label: string; onClose: () => void }) {
+  return (
+    <Group justify="flex-end">
+      <Button variant="default" onClick={onClose}>
+        Cancel
+      </Button>
+      <Button type="submit" loading={saving}>
+        {label}
+      </Button>
+    </Group>
   );
 }
