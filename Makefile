@@ -38,9 +38,13 @@ frontend-test: $(NPM_STAMP)
 run: install frontend
 	$(BIN)/gpupaas serve --host $(HOST) --port $(PORT)
 
+# ruff, then the architecture's contracts (pyproject.toml [tool.importlinter]: the layers, no two
+# packages importing each other, which module may import kubernetes and aiokafka, who reads the
+# environment); a broken contract names the rule and the import that breaks it.
 lint: install
 	$(BIN)/ruff check backend tests
 	$(BIN)/ruff format --check backend tests
+	$(BIN)/lint-imports
 
 typecheck: install
 	$(BIN)/mypy

@@ -10,13 +10,15 @@ from gpupaas.instance_templates.builtins import (
     BuiltinInstanceTemplate,
     builtin_instance_template,
 )
-from gpupaas.instance_templates.placeholders import (
+from gpupaas.instance_templates.placeholders import generate_values
+from gpupaas.instance_templates.spec import (
+    check_spec,
     find_placeholders,
-    generate_values,
     resolve,
+    spec_from_json,
+    spec_to_json,
     unknown_placeholders,
 )
-from gpupaas.instance_templates.spec import check_spec, spec_from_json, spec_to_json
 from gpupaas.provisioning.plan import GPU_RESOURCE_NAMES
 from gpupaas.provisioning.render import validate_manifest
 from gpupaas.service_instances.connect import ConnectLink, connect_links

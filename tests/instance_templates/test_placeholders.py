@@ -8,14 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpupaas.instance_templates.placeholders import (
-    KNOWN_PLACEHOLDERS,
+from gpupaas.instance_templates.placeholders import KNOWN_PLACEHOLDERS, generate_values
+from gpupaas.instance_templates.spec import (
+    Port,
+    ServiceSpec,
     find_placeholders,
-    generate_values,
     resolve,
     unknown_placeholders,
 )
-from gpupaas.instance_templates.spec import Port, ServiceSpec
 
 TOKEN = "0123456789abcdef0123456789abcdef"
 

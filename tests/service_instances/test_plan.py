@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from gpupaas.instance_templates.builtins import BUILTIN_INSTANCE_TEMPLATES
-from gpupaas.instance_templates.placeholders import resolve
+from gpupaas.instance_templates.spec import resolve
 from gpupaas.provisioning import render
 from gpupaas.provisioning.plan import COMPUTE_INSTANCE_LABEL, INSTANCE_LABEL, SERVICE_LABEL, namespace_for
 from gpupaas.service_instances.plan import (

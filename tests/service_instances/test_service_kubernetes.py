@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from gpupaas.instance_templates.builtins import builtin_instance_template
-from gpupaas.instance_templates.placeholders import resolve
+from gpupaas.instance_templates.spec import resolve
 from gpupaas.provisioning.builtins import builtin_template
 from gpupaas.provisioning.drivers.base import Observed, Owner, Phase
 from gpupaas.provisioning.drivers.kubernetes import ClusterConnection, KubernetesDriver

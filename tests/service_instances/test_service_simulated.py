@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from gpupaas.instance_templates.builtins import BUILTIN_INSTANCE_TEMPLATES
-from gpupaas.instance_templates.placeholders import resolve
+from gpupaas.instance_templates.spec import resolve
 from gpupaas.provisioning.builtins import builtin_template
 from gpupaas.provisioning.drivers.base import Observed, Phase
 from gpupaas.provisioning.drivers.simulated import SimulatedDriver

@@ -27,24 +27,16 @@ import difflib
 import re
 import secrets
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import replace
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from gpupaas.instance_templates.spec import ServiceSpec
 
 __all__ = [
     "KNOWN_PLACEHOLDERS",
-    "find_placeholders",
+    "check_values",
     "generate_values",
     "misplaced",
-    "placeholder_fields",
-    "resolve",
+    "names_in",
+    "substitute",
     "text_problems",
-    "unknown_placeholders",
 ]
-
-Path = tuple[str | int, ...]
 
 _GENERATORS: dict[str, Callable[[], str]] = {
     "generated_token": lambda: secrets.token_hex(16),
@@ -122,31 +114,6 @@ def misplaced(text: str) -> str | None:
     return None
 
 
-def placeholder_fields(spec: ServiceSpec) -> Iterator[tuple[Path, str]]:
-    """The fields placeholders are filled in, with their paths (the API's camelCase names)."""
-    for index, item in enumerate(spec.command):
-        yield ("command", index), item
-    for index, (_, value) in enumerate(spec.env):
-        yield ("env", index, "value"), value
-    for index, port in enumerate(spec.ports):
-        for param_index, (_, value) in enumerate(port.access_params):
-            yield ("ports", index, "accessParams", param_index, "value"), value
-
-
-def find_placeholders(spec: ServiceSpec) -> set[str]:
-    """The names of the well-formed placeholders in the spec (known or not): {"generated_token"}."""
-    return {name for _, text in placeholder_fields(spec) for _, name in _scan(text) if name is not None}
-
-
-def unknown_placeholders(spec: ServiceSpec) -> list[tuple[Path, str]]:
-    """Unknown (`{{generated_password}}`) and malformed (`{{token}}`, `{{ generated_ }}`) placeholders."""
-    return [
-        (path, "; ".join(problems))
-        for path, text in placeholder_fields(spec)
-        if (problems := text_problems(text))
-    ]
-
-
 def generate_values(names: Iterable[str]) -> dict[str, str]:
     """One fresh value per name; raises ValueError for a name that is not a known placeholder."""
     values: dict[str, str] = {}
@@ -160,35 +127,31 @@ def generate_values(names: Iterable[str]) -> dict[str, str]:
     return values
 
 
-def resolve(spec: ServiceSpec, values: Mapping[str, str]) -> ServiceSpec:
-    """The spec with every placeholder replaced by its value, the same value everywhere.
-
-    Raises ValueError when a placeholder has no value or is malformed (check the spec first), or
-    when a value itself holds placeholder syntax (which would make resolving twice differ).
-    """
+def check_values(values: Mapping[str, str]) -> None:
+    """Raises ValueError when a value itself holds placeholder syntax (which would make resolving
+    twice differ)."""
     for name, value in values.items():
         if any(True for _ in _scan(value)):
             raise ValueError(f'the value of "{name}" must not itself contain a placeholder')
 
-    def substitute(text: str) -> str:
-        def one(match: re.Match[str]) -> str:
-            inner = match[1].strip()
-            if _NAME.fullmatch(inner):
-                if inner not in values:
-                    raise ValueError(f'no value for placeholder "{inner}"')
-                return values[inner]
-            if _is_syntax(inner):
-                raise ValueError(f'"{match[0]}" is not a valid placeholder')
-            return match[0]
 
-        return _BRACES.sub(one, text)
+def substitute(text: str, values: Mapping[str, str]) -> str:
+    """The text with every placeholder replaced by its value. Raises ValueError when a placeholder
+    has no value or is malformed."""
 
-    return replace(
-        spec,
-        command=tuple(substitute(item) for item in spec.command),
-        env=tuple((key, substitute(value)) for key, value in spec.env),
-        ports=tuple(
-            replace(port, access_params=tuple((key, substitute(value)) for key, value in port.access_params))
-            for port in spec.ports
-        ),
-    )
+    def one(match: re.Match[str]) -> str:
+        inner = match[1].strip()
+        if _NAME.fullmatch(inner):
+            if inner not in values:
+                raise ValueError(f'no value for placeholder "{inner}"')
+            return values[inner]
+        if _is_syntax(inner):
+            raise ValueError(f'"{match[0]}" is not a valid placeholder')
+        return match[0]
+
+    return _BRACES.sub(one, text)
+
+
+def names_in(text: str) -> set[str]:
+    """The names of the well-formed placeholders in the text (known or not)."""
+    return {name for _, name in _scan(text) if name is not None}

@@ -13,8 +13,8 @@ lists), which is also how the spec is stored.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
 from typing import Any, Literal, get_args
 
 from gpupaas.core import validation
@@ -318,9 +318,7 @@ def check_spec(spec: ServiceSpec) -> list[tuple[Path, str]]:
     _check_ports(spec, problems)
     _check_env(spec, problems)
     reported = {path for path, _ in problems}
-    problems.extend(
-        (path, message) for path, message in placeholders.unknown_placeholders(spec) if path not in reported
-    )
+    problems.extend((path, message) for path, message in unknown_placeholders(spec) if path not in reported)
     return sorted(problems, key=lambda problem: _path_order(problem[0]))
 
 
@@ -437,4 +435,55 @@ def spec_from_json(data: Mapping[str, Any]) -> ServiceSpec:
         mount_path=_get(data, "mountPath", (), str, "/workspace"),
         ports=tuple(ports),
         env=_key_values(data, "env", ()),
+    )
+
+
+# ---------------------------------------------------------------- placeholders in a spec
+
+
+def placeholder_fields(spec: ServiceSpec) -> Iterator[tuple[Path, str]]:
+    """The fields placeholders are filled in, with their paths (the API's camelCase names)."""
+    for index, item in enumerate(spec.command):
+        yield ("command", index), item
+    for index, (_, value) in enumerate(spec.env):
+        yield ("env", index, "value"), value
+    for index, port in enumerate(spec.ports):
+        for param_index, (_, value) in enumerate(port.access_params):
+            yield ("ports", index, "accessParams", param_index, "value"), value
+
+
+def find_placeholders(spec: ServiceSpec) -> set[str]:
+    """The names of the well-formed placeholders in the spec (known or not): {"generated_token"}."""
+    return {name for _, text in placeholder_fields(spec) for name in placeholders.names_in(text)}
+
+
+def unknown_placeholders(spec: ServiceSpec) -> list[tuple[Path, str]]:
+    """Unknown (`{{generated_password}}`) and malformed (`{{token}}`, `{{ generated_ }}`) placeholders."""
+    return [
+        (path, "; ".join(problems))
+        for path, text in placeholder_fields(spec)
+        if (problems := placeholders.text_problems(text))
+    ]
+
+
+def resolve(spec: ServiceSpec, values: Mapping[str, str]) -> ServiceSpec:
+    """The spec with every `{{generated_*}}` placeholder replaced by its value, the same value
+    everywhere (placeholders.py says where placeholders work).
+
+    Raises ValueError when a placeholder has no value or is malformed (check the spec first), or
+    when a value itself holds placeholder syntax (which would make resolving twice differ).
+    """
+    placeholders.check_values(values)
+
+    def substitute(text: str) -> str:
+        return placeholders.substitute(text, values)
+
+    return replace(
+        spec,
+        command=tuple(substitute(item) for item in spec.command),
+        env=tuple((key, substitute(value)) for key, value in spec.env),
+        ports=tuple(
+            replace(port, access_params=tuple((key, substitute(value)) for key, value in port.access_params))
+            for port in spec.ports
+        ),
     )

@@ -56,8 +56,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from gpupaas.core import validation
-from gpupaas.instance_templates.placeholders import find_placeholders
-from gpupaas.instance_templates.spec import ServiceSpec
+from gpupaas.instance_templates.spec import ServiceSpec, find_placeholders
 from gpupaas.provisioning.plan import COMPUTE_INSTANCE_LABEL, MANAGED_BY, SERVICE_LABEL
 
 __all__ = [

@@ -12,7 +12,7 @@ from typing import Any
 
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.core import crypto
-from gpupaas.instance_templates.placeholders import resolve
+from gpupaas.instance_templates.spec import resolve
 from gpupaas.provisioning.plan import SERVICE_LABEL, PermanentError, Plan
 from gpupaas.runs.kinds import Claimed, RunKind, Work
 from gpupaas.runs.lifecycle import now

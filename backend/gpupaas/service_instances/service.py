@@ -40,8 +40,15 @@ from gpupaas.core.ids import parse_id
 from gpupaas.core.pagination import Page, paginate
 from gpupaas.events import outbox
 from gpupaas.instance_templates.models import InstanceTemplate
-from gpupaas.instance_templates.placeholders import find_placeholders, generate_values, resolve
-from gpupaas.instance_templates.spec import Port, ServiceSpec, check_spec, spec_to_json
+from gpupaas.instance_templates.placeholders import generate_values
+from gpupaas.instance_templates.spec import (
+    Port,
+    ServiceSpec,
+    check_spec,
+    find_placeholders,
+    resolve,
+    spec_to_json,
+)
 from gpupaas.runs import lifecycle as runs
 from gpupaas.runs.models import DeploymentRun
 from gpupaas.runs.states import RunAction
