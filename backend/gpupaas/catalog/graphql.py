@@ -38,18 +38,17 @@ from gpupaas.catalog.service import SENSITIVE_MASK
 from gpupaas.clusters.graphql import ClusterType, clusters_by_id
 from gpupaas.core.errors import InvalidArgument
 from gpupaas.core.gpus import Vendor
-from gpupaas.core.pagination import encode_cursor
 from gpupaas.graphql.common import (
     DeletePayload,
     KeyValue,
     KeyValueInput,
-    PageInfo,
     UserError,
     attempt,
     delete_payload,
     key_values,
     pairs_in,
 )
+from gpupaas.graphql.connections import Connection, cursor_of
 from gpupaas.graphql.context import Info
 from gpupaas.graphql.loaders import by_id, grouped, grouped_pairs
 
@@ -574,19 +573,6 @@ class _Listing:
         return made
 
 
-@strawberry.type
-class ComputeProfileEdge:
-    node: ComputeProfileType
-    cursor: str
-
-
-@strawberry.type
-class ComputeProfileConnection:
-    edges: list[ComputeProfileEdge]
-    page_info: PageInfo
-    total_count: int
-
-
 @strawberry.input
 class CreateComputeProfileInput:
     project: str
@@ -727,25 +713,9 @@ class CatalogQuery:
         search: str | None = None,
         first: int | None = None,
         after: str | None = None,
-    ) -> ComputeProfileConnection:
+    ) -> Connection[ComputeProfileType]:
         page = await service.list_profiles(info.context.actor, project, search, first, after)
-        listing = _Listing(info)
-        edges = [
-            ComputeProfileEdge(
-                node=listing.profile(row), cursor=encode_cursor(row.profile.created_at, row.profile.id)
-            )
-            for row in page.rows
-        ]
-        return ComputeProfileConnection(
-            edges=edges,
-            page_info=PageInfo(
-                has_next_page=page.has_next,
-                has_previous_page=page.has_previous,
-                start_cursor=edges[0].cursor if edges else None,
-                end_cursor=edges[-1].cursor if edges else None,
-            ),
-            total_count=page.total,
-        )
+        return Connection.of(page, _Listing(info).profile, lambda row: cursor_of(row.profile))
 
     @strawberry.field
     async def compute_profile(self, info: Info, id: strawberry.ID) -> ComputeProfileType | None:

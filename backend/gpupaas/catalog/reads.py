@@ -31,7 +31,7 @@ from gpupaas.accounts.models import Project
 from gpupaas.accounts.sharing import SharingMode
 from gpupaas.catalog.models import ComputeProfile, EnvironmentTemplate, EnvironmentTemplateVersion
 from gpupaas.core.errors import InvalidArgument
-from gpupaas.core.pagination import DEFAULT_PAGE, MAX_PAGE, decode_cursor
+from gpupaas.core.pagination import DEFAULT_PAGE, MAX_PAGE, Page, decode_cursor
 
 M = TypeVar("M", bound=Model)
 
@@ -48,22 +48,12 @@ class ListedProfile:
     shared_with: list[Project]
 
 
-@dataclass(frozen=True)
-class ProfilePage:
-    """A page of a project's profiles, newest first, as `core.pagination.Page`."""
-
-    rows: list[ListedProfile]
-    has_next: bool
-    has_previous: bool
-    total: int
-
-
 # ---------------------------------------------------------------- the lists
 
 
 async def profile_page(
     project_id: uuid.UUID, search: str | None, first: int | None, after: str | None
-) -> ProfilePage:
+) -> Page[ListedProfile]:
     """A page of the project's profiles, newest first, and their total, as `paginate` gives them."""
     size = DEFAULT_PAGE if first is None else first
     if size < 0 or size > MAX_PAGE:
@@ -88,7 +78,7 @@ async def profile_page(
     else:
         total = 0
     reader = _Reader()
-    return ProfilePage(
+    return Page(
         rows=[reader.row(row) for row in rows[:size]],
         has_next=len(rows) > size,
         has_previous=after is not None,

@@ -40,6 +40,7 @@ from gpupaas.core.actor import Actor
 from gpupaas.core.errors import Collector, ErrorCode, Forbidden, NotFound, UserErrors
 from gpupaas.core.gpus import Vendor
 from gpupaas.core.ids import parse_id
+from gpupaas.core.pagination import Page
 from gpupaas.core.search import matching
 from gpupaas.provisioning import builtins, render
 from gpupaas.provisioning.inputs import InputDefinition, check_value
@@ -460,7 +461,7 @@ async def _require_profile_admin(actor: Actor, profile_id: str, field: tuple[str
 
 async def list_profiles(
     actor: Actor, project: str, search: str | None, first: int | None, after: str | None
-) -> reads.ProfilePage:
+) -> Page[reads.ListedProfile]:
     """The profiles a project owns, newest first (its admins' view); search matches name, display
     name and description. Each with its version, template and share targets (catalog.reads)."""
     owner = await _project_for_listing(actor, project)

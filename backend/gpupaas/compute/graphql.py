@@ -41,15 +41,13 @@ from gpupaas.graphql.common import (
     DeletePayload,
     KeyValue,
     KeyValueInput,
-    PageInfo,
     UserError,
     attempt,
-    cursors_of,
     delete_payload,
     key_values,
-    page_info,
     pairs_in,
 )
+from gpupaas.graphql.connections import Connection, cursor_of
 from gpupaas.graphql.context import Info
 from gpupaas.graphql.follow import follow_events
 from gpupaas.graphql.loaders import Loaders, by_id, grouped, grouped_pairs
@@ -286,19 +284,6 @@ class ComputeInstanceType:
         )
 
 
-@strawberry.type
-class ComputeInstanceEdge:
-    node: ComputeInstanceType
-    cursor: str
-
-
-@strawberry.type
-class ComputeInstanceConnection:
-    edges: list[ComputeInstanceEdge]
-    page_info: PageInfo
-    total_count: int
-
-
 @strawberry.input(
     description="deploy false or absent: saved as NOT_DEPLOYED. deploy true: queued at once (WAITING)."
 )
@@ -367,17 +352,9 @@ class ComputeQuery:
         status: list[DeploymentStatus] | None = None,
         first: int | None = None,
         after: str | None = None,
-    ) -> ComputeInstanceConnection:
+    ) -> Connection[ComputeInstanceType]:
         page = await service.list_instances(info.context.actor, project, search, status, first, after)
-        cursors = cursors_of(page)
-        return ComputeInstanceConnection(
-            edges=[
-                ComputeInstanceEdge(node=ComputeInstanceType.of(row), cursor=c)
-                for row, c in zip(page.rows, cursors, strict=True)
-            ],
-            page_info=page_info(page, cursors),
-            total_count=page.total,
-        )
+        return Connection.of(page, ComputeInstanceType.of, cursor_of)
 
     @strawberry.field
     async def compute_instance(self, info: Info, id: strawberry.ID) -> ComputeInstanceType | None:

@@ -22,6 +22,7 @@ DEFAULT_PAGE = 20
 MAX_PAGE = 100
 
 M = TypeVar("M", bound=Model)
+R = TypeVar("R")
 
 
 def encode_cursor(created_at: datetime, row_id: uuid.UUID) -> str:
@@ -38,9 +39,11 @@ def decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
         raise InvalidArgument(f"after: {cursor!r} is not a cursor this API gave out") from None
 
 
-@dataclass
-class Page(Generic[M]):
-    rows: list[M]
+@dataclass(frozen=True)
+class Page(Generic[R]):
+    """One page of rows, newest first, and the total of the whole list."""
+
+    rows: list[R]
     has_next: bool
     has_previous: bool
     total: int

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import strawberry
 
 from gpupaas.core.errors import ErrorCode, UserErrors
-from gpupaas.core.pagination import Page, encode_cursor
 
 ErrorCodeEnum = strawberry.enum(ErrorCode, name="ErrorCode")
 
@@ -35,30 +34,9 @@ class KeyValueInput:
 
 
 @strawberry.type
-class PageInfo:
-    has_next_page: bool
-    has_previous_page: bool
-    start_cursor: str | None
-    end_cursor: str | None
-
-
-@strawberry.type
 class DeletePayload:
     deleted_id: strawberry.ID | None
     user_errors: list[UserError]
-
-
-def page_info(page: Page[Any], cursors: Sequence[str]) -> PageInfo:
-    return PageInfo(
-        has_next_page=page.has_next,
-        has_previous_page=page.has_previous,
-        start_cursor=cursors[0] if cursors else None,
-        end_cursor=cursors[-1] if cursors else None,
-    )
-
-
-def cursors_of(page: Page[Any]) -> list[str]:
-    return [encode_cursor(row.created_at, row.id) for row in page.rows]
 
 
 def key_values(pairs: Sequence[Sequence[str]]) -> list[KeyValue]:

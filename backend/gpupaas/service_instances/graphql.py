@@ -20,14 +20,12 @@ from gpupaas.graphql.common import (
     DeletePayload,
     KeyValue,
     KeyValueInput,
-    PageInfo,
     UserError,
     attempt,
-    cursors_of,
     delete_payload,
-    page_info,
     pairs_in,
 )
+from gpupaas.graphql.connections import Connection, cursor_of
 from gpupaas.graphql.context import Info
 from gpupaas.graphql.follow import follow_events
 from gpupaas.graphql.loaders import grouped
@@ -187,19 +185,6 @@ class ServiceInstanceType:
         )
 
 
-@strawberry.type
-class ServiceInstanceEdge:
-    node: ServiceInstanceType
-    cursor: str
-
-
-@strawberry.type
-class ServiceInstanceConnection:
-    edges: list[ServiceInstanceEdge]
-    page_info: PageInfo
-    total_count: int
-
-
 @strawberry.input(
     description="A service instance from a template, in a SUCCESS compute instance of the project. "
     "command, env and ports replace the template's when given; gpuCount defaults to 1 (0 for a CPU "
@@ -248,17 +233,9 @@ class ServiceInstanceQuery:
         compute_instance: strawberry.ID | None = None,
         first: int | None = None,
         after: str | None = None,
-    ) -> ServiceInstanceConnection:
+    ) -> Connection[ServiceInstanceType]:
         page = await instances.list_services(info.context.actor, project, compute_instance, first, after)
-        cursors = cursors_of(page)
-        return ServiceInstanceConnection(
-            edges=[
-                ServiceInstanceEdge(node=ServiceInstanceType.of(row), cursor=c)
-                for row, c in zip(page.rows, cursors, strict=True)
-            ],
-            page_info=page_info(page, cursors),
-            total_count=page.total,
-        )
+        return Connection.of(page, ServiceInstanceType.of, cursor_of)
 
     @strawberry.field
     async def service_instance(self, info: Info, id: strawberry.ID) -> ServiceInstanceType | None:
