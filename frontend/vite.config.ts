@@ -22,5 +22,8 @@ export default defineConfig({
     setupFiles: ["./src/test/setup.ts"],
     css: false,
     include: ["src/**/*.test.tsx", "src/**/*.test.ts"],
+    // A page test renders the whole studio in jsdom: 1-6 s each on a quiet 2-core machine, more
+    // when the machine is busy. The default 5 s made a loaded run fail on time alone.
+    testTimeout: 30_000,
   },
 });
