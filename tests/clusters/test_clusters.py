@@ -156,7 +156,7 @@ async def test_profiles_name_a_cluster_and_instances_keep_it(db: object, gql: Gr
     )
     assert shown["computeProfile"]["cluster"] == {"name": "lab"}
     instance = await make_instance(project, profile)
-    assert instance.snapshot["clusterId"] == lab["id"]
+    assert instance.profile_snapshot.cluster_id == lab["id"]
     # a cluster with profiles on it cannot be deleted
     refused = (await gql.data(DELETE, {"id": lab["id"]}, token=root.token))["deleteCluster"]
     assert (
@@ -165,7 +165,7 @@ async def test_profiles_name_a_cluster_and_instances_keep_it(db: object, gql: Gr
     )
     # a profile without a cluster snapshots the default
     plain = await make_profile(project)
-    assert (await make_instance(project, plain)).snapshot["clusterId"] == str(
+    assert (await make_instance(project, plain)).profile_snapshot.cluster_id == str(
         (await Cluster.get(is_default=True)).id
     )
     bad = await gql.data(

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from gpupaas.catalog import service as catalog
+from gpupaas.compute import configuration
 from gpupaas.compute import service as compute
-from gpupaas.compute import snapshot
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core.actor import Role
@@ -43,7 +43,7 @@ async def test_deploy_reaches_success_with_outputs(db: object, pipeline: Pipelin
     run = await DeploymentRun.get(instance_id=instance.id)
     assert run.status == RunStatus.SUCCEEDED and run.attempts == 1
     assert run.started_at is not None and run.finished_at is not None
-    plan = snapshot.plan_for(done, "ml")
+    plan = configuration.plan_for(done, "ml")
     assert (await pipeline.driver().observe(plan)).phase == Phase.READY
 
 
@@ -64,7 +64,7 @@ async def test_redeploy_applies_saved_changes_then_destroy_and_delete(db: object
     await compute.deploy(me, str(instance.id))
     redeployed = await wait_status(instance.id, S.SUCCESS, S.FAILED)
     assert redeployed.status == S.SUCCESS
-    plan = snapshot.plan_for(redeployed, "ml")
+    plan = configuration.plan_for(redeployed, "ml")
     assert plan.labels["team"] == "vision"
     runs = await DeploymentRun.filter(instance_id=instance.id).order_by("created_at")
     assert [r.status for r in runs] == [RunStatus.SUCCEEDED, RunStatus.SUCCEEDED]

@@ -30,7 +30,7 @@ from gpupaas.catalog.graphql import (
 )
 from gpupaas.catalog.models import AllocationType
 from gpupaas.clusters.graphql import ClusterType, clusters_by_id
-from gpupaas.compute import service, snapshot
+from gpupaas.compute import configuration, service
 from gpupaas.compute.models import ComputeInstance, ComputeInstanceShare
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core.errors import NotAuthenticated, NotFound
@@ -175,11 +175,11 @@ class ComputeInstanceType:
     # Computed when asked for only: a status event's subscribers mostly are not.
     @strawberry.field(description="Effective input values; sensitive ones masked.")
     def inputs(self) -> list[KeyValue]:
-        return key_values(snapshot.masked_inputs(self._model))
+        return key_values(configuration.masked_inputs(self._model))
 
     @strawberry.field(description="Visible outputs, once deployed.")
     def outputs(self) -> list[KeyValue]:
-        return key_values(snapshot.visible_outputs(self._model))
+        return key_values(configuration.visible_outputs(self._model))
 
     @strawberry.field(description="Null once the profile is deleted or no longer visible.")
     async def profile(self, info: Info) -> ComputeProfileType | None:
@@ -221,7 +221,7 @@ class ComputeInstanceType:
 
     @strawberry.field(description="The cluster of the snapshot (where it is deployed).")
     async def cluster(self, info: Info) -> ClusterType | None:
-        cluster_id = self._model.snapshot.get("clusterId")
+        cluster_id = self._model.profile_snapshot.cluster_id
         cluster = (
             await info.context.loaders.get(clusters_by_id).load(uuid.UUID(cluster_id)) if cluster_id else None
         )
@@ -255,8 +255,8 @@ class ComputeInstanceType:
 
     @classmethod
     def of(cls, instance: ComputeInstance) -> ComputeInstanceType:
-        snapshot = instance.snapshot
-        resources = snapshot["resources"]
+        snapshot = instance.profile_snapshot
+        resources = snapshot.resources
         return cls(
             id=strawberry.ID(str(instance.id)),
             name=instance.name,
@@ -267,17 +267,17 @@ class ComputeInstanceType:
             status_message=instance.status_message,
             labels=key_values(instance.labels),
             annotations=key_values(instance.annotations),
-            allocation_type=AllocationType(snapshot["allocationType"]),
+            allocation_type=snapshot.allocation_type,
             resources=ComputeResources(
-                cpu=resources["cpu"],
-                memory=resources["memory"],
-                storage=resources["storage"],
-                gpu_count=resources["gpuCount"],
-                gpu_vendor=Vendor(resources["gpuVendor"]),
-                gpu_model=resources.get("gpuModel"),
+                cpu=resources.cpu,
+                memory=resources.memory,
+                storage=resources.storage,
+                gpu_count=resources.gpu_count,
+                gpu_vendor=Vendor(resources.gpu_vendor),
+                gpu_model=resources.gpu_model,
             ),
-            template_name=snapshot["templateName"],
-            template_version=snapshot["templateVersion"],
+            template_name=snapshot.template_name,
+            template_version=snapshot.template_version,
             created_at=instance.created_at,
             updated_at=instance.updated_at,
             _model=instance,

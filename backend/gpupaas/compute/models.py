@@ -12,6 +12,7 @@ from tortoise.models import Model
 from gpupaas.accounts.models import Project
 from gpupaas.accounts.sharing import SharingMode
 from gpupaas.catalog.models import ComputeProfile
+from gpupaas.compute.snapshot import Snapshot
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.runs.models import DeploymentRun
 
@@ -54,6 +55,18 @@ class ComputeInstance(Model):
     updated_at = fields.DatetimeField(auto_now=True)
 
     runs: fields.ReverseRelation[DeploymentRun]
+
+    _snapshot_read: tuple[object, Snapshot] | None = None
+
+    @property
+    def profile_snapshot(self) -> Snapshot:
+        """`snapshot`, typed; read once per object (and again when `snapshot` is replaced)."""
+        raw = self.snapshot
+        cached: tuple[object, Snapshot] | None = getattr(self, "_snapshot_read", None)
+        if cached is None or cached[0] is not raw:
+            cached = (raw, Snapshot.from_json(raw))
+            self._snapshot_read = cached
+        return cached[1]
 
     class Meta:
         table = "compute_instances"

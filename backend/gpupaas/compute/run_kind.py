@@ -9,8 +9,8 @@ from typing import Any
 
 from gpupaas.accounts.sharing import SharingMode
 from gpupaas.compute import states
+from gpupaas.compute.configuration import plan_for
 from gpupaas.compute.models import ComputeInstance, ComputeInstanceShare
-from gpupaas.compute.snapshot import plan_for
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.provisioning.plan import INSTANCE_LABEL, Plan
 from gpupaas.runs.kinds import Claimed, RunKind, Work
@@ -96,7 +96,7 @@ class ComputeRuns(RunKind[ComputeInstance]):
         def plan(resource_names: Mapping[str, str]) -> Plan:
             return plan_for(instance, claimed.project_name, dict(resource_names))
 
-        return Work(cluster_id=instance.snapshot.get("clusterId"), plan=plan)
+        return Work(cluster_id=instance.profile_snapshot.cluster_id, plan=plan)
 
 
 COMPUTE = ComputeRuns()

@@ -21,9 +21,10 @@ from gpupaas.accounts.service import project_by_name, require_project
 from gpupaas.accounts.sharing import SharingMode
 from gpupaas.catalog.models import ComputeProfile, ComputeProfileShare
 from gpupaas.clusters.models import Cluster
-from gpupaas.compute import snapshot, states
+from gpupaas.compute import configuration, states
 from gpupaas.compute.models import ComputeInstance, ComputeInstanceShare
 from gpupaas.compute.run_kind import COMPUTE
+from gpupaas.compute.snapshot import effective_inputs, take_snapshot
 from gpupaas.compute.states import DeploymentStatus, Request
 from gpupaas.core import validation
 from gpupaas.core.actor import Actor
@@ -189,15 +190,15 @@ def _apply_fields(problems: Collector, instance: ComputeInstance, data: Instance
         problems.check(("input", "annotations"), validation.annotations_size(dict(data.annotations)))
         instance.annotations = [list(p) for p in data.annotations]
     if data.inputs is not None:
-        given = snapshot.unmasked(instance, data.inputs)
-        snapshot.effective_inputs(problems, instance.snapshot, given)
+        given = configuration.unmasked(instance, data.inputs)
+        effective_inputs(problems, instance.profile_snapshot, given)
         instance.inputs = [list(p) for p in given]
 
 
 def _check_renders(problems: Collector, instance: ComputeInstance, project_name: str) -> None:
     """A trial render of what the next deploy would apply: found at launch, not at deploy."""
     try:
-        snapshot.plan_for(instance, project_name)
+        configuration.plan_for(instance, project_name)
     except PermanentError as error:
         problems.add(("input", "inputs"), str(error))
 
@@ -223,7 +224,7 @@ async def create_instance(
         profile_revision=profile.revision,
         name=name,
         display_name=name,
-        snapshot=snapshot.take_snapshot(profile, profile.cluster_id or await _default_cluster_id()),
+        snapshot=take_snapshot(profile, profile.cluster_id or await _default_cluster_id()).to_json(),
         labels=[],
         annotations=[],
         inputs=[],
@@ -231,7 +232,7 @@ async def create_instance(
     )
     _apply_fields(problems, instance, data)
     if data.inputs is None:
-        snapshot.effective_inputs(problems, instance.snapshot, [])
+        effective_inputs(problems, instance.profile_snapshot, [])
     if not problems:
         _check_renders(problems, instance, owner.name)
     if not problems and await ComputeInstance.exists(project_id=owner.id, name=name):
@@ -390,7 +391,7 @@ async def instances_on(cluster: Cluster) -> str | None:
     deployed = [
         i.name
         for i in await ComputeInstance.exclude(status=DeploymentStatus.NOT_DEPLOYED).only("name", "snapshot")
-        if i.snapshot.get("clusterId") == str(cluster.id)
+        if i.profile_snapshot.cluster_id == str(cluster.id)
     ]
     if not deployed:
         return None

@@ -1,59 +1,174 @@
-"""The snapshot a compute instance takes of its profile at launch, and what follows from it: the
-effective input values (the profile's, then the user's where the profile allows), what users see
-of inputs and outputs, and the plan the drivers apply. Editing the profile later changes new
-instances only."""
+"""The snapshot a compute instance takes of its profile at launch (ARCHITECTURE: "Compute
+instances"): the template version and its YAML, resources, allocation, input definitions and
+settings, outputs and output settings, labels and annotations, and the cluster. Editing the profile
+later changes new instances only; an instance deploys from its snapshot even when the template is
+deleted.
+
+`Snapshot` is the typed form of the JSON kept in `compute_instances.snapshot` (camelCase keys, as
+written since the first release; `snapshotVersion` says which form a row holds, 1 when absent). The
+input and output definitions and settings stay in the catalog's JSON form (catalog.service's
+`definition_from_json`, ...). `effective_inputs` gives the values a deploy uses.
+"""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from gpupaas.catalog.models import ComputeProfile
-from gpupaas.catalog.service import SENSITIVE_MASK, OverridePolicy, definition_from_json, output_from_json
-from gpupaas.compute.models import ComputeInstance
+from gpupaas.catalog.models import AllocationType, ComputeProfile
+from gpupaas.catalog.service import OverridePolicy, definition_from_json
 from gpupaas.core.errors import Collector, ErrorCode
 from gpupaas.provisioning.inputs import check_value
-from gpupaas.provisioning.plan import Plan, build_plan
+
+JsonObject = dict[str, Any]
 
 
-def take_snapshot(profile: ComputeProfile, cluster_id: uuid.UUID | None) -> dict[str, Any]:
+def _pairs(raw: Any) -> tuple[tuple[str, str], ...]:
+    return tuple((str(pair[0]), str(pair[1])) for pair in raw or ())
+
+
+@dataclass(frozen=True)
+class SnapshotResources:
+    cpu: str
+    memory: str
+    storage: str
+    gpu_count: int
+    gpu_vendor: str
+    gpu_model: str | None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SnapshotResources:
+        return cls(
+            cpu=str(data["cpu"]),
+            memory=str(data["memory"]),
+            storage=str(data["storage"]),
+            gpu_count=int(data["gpuCount"]),
+            gpu_vendor=str(data["gpuVendor"]),
+            gpu_model=data.get("gpuModel"),
+        )
+
+    def to_json(self) -> JsonObject:
+        return {
+            "cpu": self.cpu,
+            "memory": self.memory,
+            "storage": self.storage,
+            "gpuCount": self.gpu_count,
+            "gpuVendor": self.gpu_vendor,
+            "gpuModel": self.gpu_model,
+        }
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    VERSION: ClassVar[int] = 1
+
+    # The cluster is part of the snapshot: editing the profile later moves new instances only.
+    cluster_id: str | None
+    profile_id: str
+    profile_name: str
+    profile_revision: int
+    template_version_id: str
+    template_name: str
+    template_version: str
+    # The version's YAML, copied: the instance must still deploy if the template is deleted.
+    template_resources: str
+    allocation_type: AllocationType
+    resources: SnapshotResources
+    input_definitions: tuple[JsonObject, ...]
+    input_settings: tuple[JsonObject, ...]
+    outputs: tuple[JsonObject, ...]
+    output_settings: tuple[JsonObject, ...]
+    labels: tuple[tuple[str, str], ...]
+    annotations: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Snapshot:
+        version = int(data.get("snapshotVersion", 1))
+        if version != cls.VERSION:
+            raise ValueError(f"snapshot version {version} is not one this gpupaas reads ({cls.VERSION})")
+        return cls(
+            cluster_id=data.get("clusterId"),
+            profile_id=str(data["profileId"]),
+            profile_name=str(data["profileName"]),
+            profile_revision=int(data["profileRevision"]),
+            template_version_id=str(data["templateVersionId"]),
+            template_name=str(data["templateName"]),
+            template_version=str(data["templateVersion"]),
+            template_resources=str(data["templateResources"]),
+            allocation_type=AllocationType(data["allocationType"]),
+            resources=SnapshotResources.from_json(data["resources"]),
+            input_definitions=tuple(data.get("inputDefinitions") or ()),
+            input_settings=tuple(data.get("inputSettings") or ()),
+            outputs=tuple(data.get("outputs") or ()),
+            output_settings=tuple(data.get("outputSettings") or ()),
+            labels=_pairs(data.get("labels")),
+            annotations=_pairs(data.get("annotations")),
+        )
+
+    def to_json(self) -> JsonObject:
+        return {
+            "snapshotVersion": self.VERSION,
+            "clusterId": self.cluster_id,
+            "profileId": self.profile_id,
+            "profileName": self.profile_name,
+            "profileRevision": self.profile_revision,
+            "templateVersionId": self.template_version_id,
+            "templateName": self.template_name,
+            "templateVersion": self.template_version,
+            "templateResources": self.template_resources,
+            "allocationType": self.allocation_type.value,
+            "resources": self.resources.to_json(),
+            "inputDefinitions": list(self.input_definitions),
+            "inputSettings": list(self.input_settings),
+            "outputs": list(self.outputs),
+            "outputSettings": list(self.output_settings),
+            "labels": [list(pair) for pair in self.labels],
+            "annotations": [list(pair) for pair in self.annotations],
+        }
+
+    @property
+    def sensitive_inputs(self) -> frozenset[str]:
+        return frozenset(d["name"] for d in self.input_definitions if d.get("sensitive"))
+
+
+def take_snapshot(profile: ComputeProfile, cluster_id: uuid.UUID | None) -> Snapshot:
+    """The profile as an instance launched from it now keeps it (its version and template loaded)."""
     version = profile.template_version
-    return {
-        # The cluster is part of the snapshot: editing the profile later moves new instances only.
-        "clusterId": str(cluster_id) if cluster_id else None,
-        "profileId": str(profile.id),
-        "profileName": profile.name,
-        "profileRevision": profile.revision,
-        "templateVersionId": str(version.id),
-        "templateName": version.template.name,
-        "templateVersion": version.version,
-        # Copied: the instance must still deploy if the template is deleted later.
-        "templateResources": version.resources,
-        "allocationType": profile.allocation_type.value,
-        "resources": {
-            "cpu": profile.cpu,
-            "memory": profile.memory,
-            "storage": profile.storage,
-            "gpuCount": profile.gpu_count,
-            "gpuVendor": profile.gpu_vendor.value,
-            "gpuModel": profile.gpu_model,
-        },
-        "inputDefinitions": list(version.inputs),
-        "inputSettings": list(profile.input_settings),
-        "outputs": list(version.outputs),
-        "outputSettings": list(profile.output_settings),
-        "labels": list(profile.labels),
-        "annotations": list(profile.annotations),
-    }
+    return Snapshot(
+        cluster_id=str(cluster_id) if cluster_id else None,
+        profile_id=str(profile.id),
+        profile_name=profile.name,
+        profile_revision=profile.revision,
+        template_version_id=str(version.id),
+        template_name=version.template.name,
+        template_version=version.version,
+        template_resources=version.resources,
+        allocation_type=profile.allocation_type,
+        resources=SnapshotResources(
+            cpu=profile.cpu,
+            memory=profile.memory,
+            storage=profile.storage,
+            gpu_count=profile.gpu_count,
+            gpu_vendor=profile.gpu_vendor.value,
+            gpu_model=profile.gpu_model,
+        ),
+        input_definitions=tuple(version.inputs),
+        input_settings=tuple(profile.input_settings),
+        outputs=tuple(version.outputs),
+        output_settings=tuple(profile.output_settings),
+        labels=_pairs(profile.labels),
+        annotations=_pairs(profile.annotations),
+    )
 
 
 def effective_inputs(
-    problems: Collector, snapshot: dict[str, Any], given: Sequence[tuple[str, str]]
+    problems: Collector, snapshot: Snapshot, given: Sequence[tuple[str, str]]
 ) -> dict[str, str]:
     """The profile's values, then the user's where the override policy allows; checks each."""
-    definitions = {d["name"]: definition_from_json(d) for d in snapshot["inputDefinitions"]}
-    settings = {s["name"]: s for s in snapshot["inputSettings"]}
+    definitions = {d["name"]: definition_from_json(d) for d in snapshot.input_definitions}
+    settings = {s["name"]: s for s in snapshot.input_settings}
     values: dict[str, str] = {}
     for name, known in definitions.items():
         default = settings.get(name, {}).get("value")
@@ -98,67 +213,3 @@ def effective_inputs(
         if required and not values.get(name):
             problems.add(("input", "inputs"), f'input "{name}" is required', ErrorCode.REQUIRED)
     return values
-
-
-def unmasked(instance: ComputeInstance, given: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The given inputs with a sensitive input's mask (what the API showed) read as "keep it": the
-    instance's own value, or left out (the profile's value stands) when it has none."""
-    sensitive = {d["name"] for d in instance.snapshot.get("inputDefinitions", []) if d.get("sensitive")}
-    own = {pair[0]: pair[1] for pair in instance.inputs}
-    kept: list[tuple[str, str]] = []
-    for name, value in given:
-        if name in sensitive and value == SENSITIVE_MASK:
-            if name in own:
-                kept.append((name, own[name]))
-            continue
-        kept.append((name, value))
-    return kept
-
-
-def masked_inputs(instance: ComputeInstance) -> list[tuple[str, str]]:
-    """The effective input values as users see them: sensitive ones masked."""
-    snapshot = instance.snapshot
-    values = effective_inputs(Collector(), snapshot, [(k, v) for k, v in instance.inputs])
-    sensitive = {d["name"] for d in snapshot["inputDefinitions"] if d.get("sensitive")}
-    return [(name, SENSITIVE_MASK if name in sensitive else value) for name, value in values.items()]
-
-
-def visible_outputs(instance: ComputeInstance) -> list[tuple[str, str]]:
-    settings = {s["name"]: s for s in instance.snapshot.get("outputSettings", [])}
-    shown = []
-    for output in instance.snapshot.get("outputs", []):
-        name = output["name"]
-        setting = settings.get(name, {})
-        if not setting.get("visible", True) or name not in instance.outputs:
-            continue
-        shown.append((setting.get("displayName") or name, instance.outputs[name]))
-    return shown
-
-
-def _merged_pairs(base: Sequence[Sequence[str]], own: Sequence[Sequence[str]]) -> dict[str, str]:
-    merged = {pair[0]: pair[1] for pair in base}
-    merged.update({pair[0]: pair[1] for pair in own})
-    return merged
-
-
-def plan_for(
-    instance: ComputeInstance, project_name: str, gpu_resource_names: dict[str, str] | None = None
-) -> Plan:
-    """The plan of the instance as it is saved now (raises PermanentError when it cannot render)."""
-    snapshot = instance.snapshot
-    inputs = effective_inputs(Collector(), snapshot, [(k, v) for k, v in instance.inputs])
-    return build_plan(
-        instance_id=str(instance.id),
-        instance_name=instance.name,
-        project=project_name,
-        profile_name=snapshot["profileName"],
-        allocation=snapshot["allocationType"],
-        resources=snapshot["resources"],
-        template_resources=snapshot["templateResources"],
-        input_definitions=[definition_from_json(d) for d in snapshot["inputDefinitions"]],
-        input_values=inputs,
-        outputs=[output_from_json(o) for o in snapshot["outputs"]],
-        labels=_merged_pairs(snapshot.get("labels", []), instance.labels),
-        annotations=_merged_pairs(snapshot.get("annotations", []), instance.annotations),
-        gpu_resource_names=gpu_resource_names,
-    )

@@ -26,7 +26,7 @@ async def wanted_endpoints(secret_key: str) -> dict[int, Endpoint]:
     default = next((c for c in clusters.values() if c.is_default), None)
     wanted: dict[int, Endpoint] = {}
     for service in services:
-        cluster_id = service.compute_instance.snapshot.get("clusterId")
+        cluster_id = service.compute_instance.profile_snapshot.cluster_id
         cluster = clusters.get(uuid.UUID(cluster_id)) if cluster_id else default
         if cluster is None or cluster.driver != ClusterDriver.SIMULATED:
             continue

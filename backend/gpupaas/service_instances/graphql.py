@@ -137,7 +137,7 @@ class ServiceInstanceType:
     )
     async def connect(self, info: Info) -> list[ConnectLink]:
         instance = await self._compute_instance(info)
-        cluster = await cluster_of(info, instance.snapshot.get("clusterId"))
+        cluster = await cluster_of(info, instance.profile_snapshot.cluster_id)
         links = await instances.connect(info.context.settings.secret_key, self._model, cluster)
         return [ConnectLink(port=link.port, url=link.url) for link in links]
 

@@ -45,9 +45,9 @@ def plan_of(
     restart: str | None,
 ) -> Plan:
     """The service's plan in its compute instance (ValueError when its spec cannot run)."""
-    snapshot = instance.snapshot
+    snapshot = instance.profile_snapshot
     annotations = {
-        **{pair[0]: pair[1] for pair in snapshot.get("annotations", [])},
+        **dict(snapshot.annotations),
         **{pair[0]: pair[1] for pair in instance.annotations},
     }
     return build_service_plan(
@@ -58,8 +58,8 @@ def plan_of(
         compute_id=str(instance.id),
         compute_name=instance.name,
         project=project_name,
-        compute_resources=snapshot["resources"],
-        profile_name=snapshot["profileName"],
+        compute_resources=snapshot.resources.to_json(),
+        profile_name=snapshot.profile_name,
         gpu_resource_names=dict(resource_names),
         running=running,
         restart=restart,
@@ -154,7 +154,7 @@ class ServiceRuns(RunKind[ServiceInstance]):
             except ValueError as error:
                 raise PermanentError(f"the service instance cannot run: {error}") from None
 
-        return Work(cluster_id=instance.snapshot.get("clusterId"), plan=plan)
+        return Work(cluster_id=instance.profile_snapshot.cluster_id, plan=plan)
 
 
 SERVICES = ServiceRuns()

@@ -163,8 +163,8 @@ async def _gpus_used(compute_instance_id: uuid.UUID, *, besides: uuid.UUID | Non
 
 
 def _gpus_of(instance: ComputeInstance) -> tuple[int, str]:
-    resources = instance.snapshot["resources"]
-    return int(resources["gpuCount"]), str(resources["gpuVendor"])
+    resources = instance.profile_snapshot.resources
+    return resources.gpu_count, resources.gpu_vendor
 
 
 async def _check_quota(

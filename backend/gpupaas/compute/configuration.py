@@ -1,0 +1,78 @@
+"""An instance's configuration: its profile's snapshot with the user's own values. What users see
+of inputs (sensitive ones masked) and outputs, how a masked value given back is read, and the plan
+the drivers apply."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gpupaas.catalog.service import SENSITIVE_MASK, definition_from_json, output_from_json
+from gpupaas.compute.models import ComputeInstance
+from gpupaas.compute.snapshot import effective_inputs
+from gpupaas.core.errors import Collector
+from gpupaas.provisioning.plan import Plan, build_plan
+
+
+def unmasked(instance: ComputeInstance, given: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The given inputs with a sensitive input's mask (what the API showed) read as "keep it": the
+    instance's own value, or left out (the profile's value stands) when it has none."""
+    sensitive = instance.profile_snapshot.sensitive_inputs
+    own = {pair[0]: pair[1] for pair in instance.inputs}
+    kept: list[tuple[str, str]] = []
+    for name, value in given:
+        if name in sensitive and value == SENSITIVE_MASK:
+            if name in own:
+                kept.append((name, own[name]))
+            continue
+        kept.append((name, value))
+    return kept
+
+
+def masked_inputs(instance: ComputeInstance) -> list[tuple[str, str]]:
+    """The effective input values as users see them: sensitive ones masked."""
+    snapshot = instance.profile_snapshot
+    values = effective_inputs(Collector(), snapshot, [(k, v) for k, v in instance.inputs])
+    sensitive = snapshot.sensitive_inputs
+    return [(name, SENSITIVE_MASK if name in sensitive else value) for name, value in values.items()]
+
+
+def visible_outputs(instance: ComputeInstance) -> list[tuple[str, str]]:
+    snapshot = instance.profile_snapshot
+    settings = {s["name"]: s for s in snapshot.output_settings}
+    shown = []
+    for output in snapshot.outputs:
+        name = output["name"]
+        setting = settings.get(name, {})
+        if not setting.get("visible", True) or name not in instance.outputs:
+            continue
+        shown.append((setting.get("displayName") or name, instance.outputs[name]))
+    return shown
+
+
+def _merged_pairs(base: Sequence[Sequence[str]], own: Sequence[Sequence[str]]) -> dict[str, str]:
+    merged = {pair[0]: pair[1] for pair in base}
+    merged.update({pair[0]: pair[1] for pair in own})
+    return merged
+
+
+def plan_for(
+    instance: ComputeInstance, project_name: str, gpu_resource_names: dict[str, str] | None = None
+) -> Plan:
+    """The plan of the instance as it is saved now (raises PermanentError when it cannot render)."""
+    snapshot = instance.profile_snapshot
+    inputs = effective_inputs(Collector(), snapshot, [(k, v) for k, v in instance.inputs])
+    return build_plan(
+        instance_id=str(instance.id),
+        instance_name=instance.name,
+        project=project_name,
+        profile_name=snapshot.profile_name,
+        allocation=snapshot.allocation_type.value,
+        resources=snapshot.resources.to_json(),
+        template_resources=snapshot.template_resources,
+        input_definitions=[definition_from_json(d) for d in snapshot.input_definitions],
+        input_values=inputs,
+        outputs=[output_from_json(o) for o in snapshot.outputs],
+        labels=_merged_pairs(snapshot.labels, instance.labels),
+        annotations=_merged_pairs(snapshot.annotations, instance.annotations),
+        gpu_resource_names=gpu_resource_names,
+    )
