@@ -103,3 +103,21 @@ def test_first_steps_work_as_written(tmp_path: Path) -> None:
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_the_code_map_names_every_package_and_the_layers_contract_does_too() -> None:
+    import tomllib
+
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Code map", 1)[1].split("\n## ", 1)[0]
+    table = [line for line in section.splitlines() if line.startswith("| ") and "`" in line]
+    column = [line.split("|")[2] for line in table]  # | layer | package | what it holds |
+    named = {name.rstrip("/") for cell in column for name in re.findall(r"`([a-z_]+(?:\.py|/))`", cell)}
+    backend = ROOT / "backend" / "gpupaas"
+    packages = {p.name for p in backend.iterdir() if (p / "__init__.py").exists()} - {"migrations"}
+    modules = {p.name for p in backend.glob("*.py")} - {"__init__.py"}
+    assert named - packages - modules == set(), "the code map names what does not exist"
+    assert packages - named == set(), "a package is missing from the code map"
+    layers = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"][0]
+    in_contract = {m.strip().removeprefix("gpupaas.") for layer in layers["layers"] for m in layer.split("|")}
+    assert packages - in_contract == set(), "a package is missing from the layers contract"
