@@ -41,27 +41,6 @@ VALID: list[tuple[Validator, str]] = [
     *[(v.label_value, s) for s in ["", "v1", "Value.with-dash_and.dot", "a" * 63, "0"]],
     *[(v.annotation_key, s) for s in ["note", "Example.COM/Note", "example.com/x"]],
     *[
-        (v.quantity, s)
-        for s in [
-            "8",
-            "0",
-            "500m",
-            "0.5",
-            ".5",
-            "1.",
-            "+1",
-            "64Gi",
-            "10G",
-            "1e3",
-            "1E-3",
-            "100n",
-            "2Ei",
-            "1k",
-        ]
-    ],
-    *[(v.cpu_quantity, s) for s in ["8", "500m", "0.5", "0.001", "1000u", "2k", "0"]],
-    *[(v.memory_quantity, s) for s in ["64Gi", "512Mi", "10G", "1e9", "0.5Gi", "1024", "64k", "0", "1.5Ki"]],
-    *[
         (v.http_url, s)
         for s in [
             "https://example.com/icon.png",
@@ -158,41 +137,6 @@ INVALID: list[tuple[Validator, str, tuple[str, ...]]] = [
     (v.annotation_key, "", ("must not be empty",)),
     (v.annotation_key, "a b", ("a space is not allowed",)),
     (v.annotation_key, "example.com/x/y", ('more than one "/"',)),
-    # quantities
-    (v.quantity, "", ("must not be empty", '"500m"')),
-    (v.quantity, "-1", ("must not be negative",)),
-    (v.quantity, "-0", ('must not start with "-"',)),
-    (v.quantity, "abc", ("must be a quantity", '"64Gi"')),
-    (v.quantity, "1Ki5", ("must be a quantity",)),
-    (v.quantity, "5 Gi", ('did you mean "5Gi"?',)),
-    (v.quantity, "1ki", ("must be a quantity",)),
-    (v.quantity, "1e", ("must be a quantity",)),
-    (v.quantity, "8\n", ('did you mean "8"?',)),
-    (v.quantity, "١", ("must be a quantity",)),
-    (v.quantity, "1" * 65, ("too long",)),
-    (v.quantity, "1e100000000", ("too large",)),
-    (v.quantity, "9223372036854775808", ("too large",)),
-    (v.cpu_quantity, "", ("must not be empty", "CPU cores")),
-    (v.cpu_quantity, "2Gi", ("CPU cores", '"Gi" is a unit of bytes')),
-    (v.cpu_quantity, "500u", ("thousandth of a core",)),
-    (v.cpu_quantity, "0.0005", ("thousandth of a core",)),
-    (v.cpu_quantity, "-1", ("must not be negative",)),
-    (v.cpu_quantity, "eight", ("CPU cores", '"500m"')),
-    (v.cpu_quantity, "1e16", ("too large",)),
-    (v.memory_quantity, "64m", ('"m"', "thousandths", "did you mean 64Mi?")),
-    (v.memory_quantity, "64 m", ("did you mean 64Mi?",)),
-    (v.memory_quantity, "64mi", ("did you mean 64Mi?",)),
-    (v.memory_quantity, "64MB", ("did you mean 64Mi?",)),
-    (v.memory_quantity, "64GB", ("did you mean 64Gi?",)),
-    (v.memory_quantity, "64gib", ("did you mean 64Gi?",)),
-    (v.memory_quantity, "1.5 TB", ("did you mean 1.5Ti?",)),
-    (v.memory_quantity, "64K", ("did you mean 64Ki?",)),
-    (v.memory_quantity, "1000n", ('must not use "n"',)),
-    (v.memory_quantity, "0.5", ("whole number of bytes",)),
-    (v.memory_quantity, "1e-3", ("whole number of bytes", "0.001 bytes")),
-    (v.memory_quantity, "-1Gi", ("must not be negative",)),
-    (v.memory_quantity, "lots", ("quantity of bytes", '"64Gi"')),
-    (v.memory_quantity, "9Ei", ("too large",)),
     # URLs
     (v.http_url, "", ("must not be empty",)),
     (v.http_url, "javascript:alert(1)", ('"javascript:" URLs are not allowed',)),
@@ -298,15 +242,6 @@ def test_messages_are_fragments_that_follow_a_field_name() -> None:
         assert message is not None
         assert message[0].islower(), message
         assert not message.endswith("."), message
-
-
-def test_allow_zero() -> None:
-    assert v.quantity("0") is None
-    assert v.quantity("0", allow_zero=False) == "must be greater than zero"
-    assert v.quantity("0.000", allow_zero=False) == "must be greater than zero"
-    assert v.cpu_quantity("0m", allow_zero=False) == "must be greater than zero"
-    assert v.memory_quantity("0Gi", allow_zero=False) == "must be greater than zero"
-    assert v.memory_quantity("1", allow_zero=False) is None
 
 
 def test_http_url_without_data_images() -> None:

@@ -1,8 +1,6 @@
-"""Input definitions: value checks, typed values, Kubernetes quantities and definition problems."""
+"""Input definitions: value checks, typed values and definition problems."""
 
 from __future__ import annotations
-
-from decimal import Decimal
 
 import pytest
 
@@ -11,7 +9,6 @@ from gpupaas.provisioning.inputs import (
     InputDefinition,
     check_definition,
     check_value,
-    parse_quantity,
     typed_value,
 )
 
@@ -128,73 +125,6 @@ def test_typed_value(defn: InputDefinition, value: str, expected: object) -> Non
 def test_typed_value_refuses_values_of_another_type(defn: InputDefinition, value: str) -> None:
     with pytest.raises(ValueError, match=defn.name):
         typed_value(defn, value)
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("8", Decimal(8)),
-        ("500m", Decimal("0.5")),
-        ("1.5", Decimal("1.5")),
-        (".5", Decimal("0.5")),
-        ("5.", Decimal(5)),
-        ("+2", Decimal(2)),
-        ("-2", Decimal(-2)),
-        ("100n", Decimal("0.0000001")),
-        ("250u", Decimal("0.00025")),
-        ("2k", Decimal(2000)),
-        ("3M", Decimal(3_000_000)),
-        ("4G", Decimal(4 * 10**9)),
-        ("5T", Decimal(5 * 10**12)),
-        ("6P", Decimal(6 * 10**15)),
-        ("7E", Decimal(7 * 10**18)),
-        ("1Ki", Decimal(1024)),
-        ("64Mi", Decimal(64 * 2**20)),
-        ("64Gi", Decimal(64 * 2**30)),
-        ("1.5Gi", Decimal(3 * 2**29)),
-        ("2Ti", Decimal(2 * 2**40)),
-        ("1Pi", Decimal(2**50)),
-        ("1Ei", Decimal(2**60)),
-        ("1e3", Decimal(1000)),
-        ("1E3", Decimal(1000)),
-        ("12e-1", Decimal("1.2")),
-        ("1e+2", Decimal(100)),
-    ],
-)
-def test_parse_quantity(text: str, expected: Decimal) -> None:
-    assert parse_quantity(text) == expected
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "",
-        " 1",
-        "1 ",
-        "1 Gi",
-        "\u0663",
-        "1e\u0663",
-        "Gi",
-        "1gi",
-        "1ki",
-        "1KiB",
-        "64GB",
-        "1e",
-        "1e1.5",
-        "0x10",
-        "1..0",
-        "one",
-        "1_000",
-    ],
-)
-def test_parse_quantity_refuses_what_kubernetes_refuses(text: str) -> None:
-    with pytest.raises(ValueError, match="not a Kubernetes quantity"):
-        parse_quantity(text)
-
-
-def test_parse_quantity_refuses_absurd_exponents() -> None:
-    with pytest.raises(ValueError, match="out of range"):
-        parse_quantity("1e99999999999999999999")
 
 
 def test_a_sound_definition_has_no_problems() -> None:

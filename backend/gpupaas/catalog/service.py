@@ -35,7 +35,7 @@ from gpupaas.catalog.models import (
 )
 from gpupaas.clusters.models import Cluster
 from gpupaas.clusters.service import cluster_for_profile
-from gpupaas.core import validation
+from gpupaas.core import quantities, validation
 from gpupaas.core.actor import Actor
 from gpupaas.core.errors import Collector, ErrorCode, Forbidden, NotFound, UserErrors
 from gpupaas.core.gpus import Vendor
@@ -502,9 +502,9 @@ async def _pinnable_version(
 
 def _check_resources(problems: Collector, resources: ResourcesIn) -> None:
     base = ("input", "resources")
-    problems.check((*base, "cpu"), validation.cpu_quantity(resources.cpu))
-    problems.check((*base, "memory"), validation.memory_quantity(resources.memory))
-    problems.check((*base, "storage"), validation.memory_quantity(resources.storage))
+    problems.check((*base, "cpu"), quantities.cpu_quantity(resources.cpu))
+    problems.check((*base, "memory"), quantities.memory_quantity(resources.memory))
+    problems.check((*base, "storage"), quantities.memory_quantity(resources.storage))
     if resources.gpu_count < 0 or resources.gpu_count > MAX_GPU_COUNT:
         problems.add((*base, "gpuCount"), f"must be between 0 and {MAX_GPU_COUNT}")
     elif resources.gpu_count == 0 and resources.gpu_vendor != Vendor.CPU:

@@ -5,7 +5,8 @@ Every validator returns None when the value is fine, or a message fragment to sh
 they mean to, and decide themselves whether an empty optional field is allowed at all.
 
 The rules follow what Kubernetes and container registries accept, so that a value we store can later
-be put into a manifest without the API server refusing it.
+be put into a manifest without the API server refusing it. The validators of quantity fields (CPU,
+memory) live with the quantity parser, in core/quantities.py.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import binascii
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
-from decimal import Context, Decimal
 from typing import Literal
 from urllib.parse import urlsplit
 
@@ -23,7 +23,6 @@ __all__ = [
     "ANNOTATIONS_MAX_BYTES",
     "annotation_key",
     "annotations_size",
-    "cpu_quantity",
     "description",
     "display_name",
     "dns_label",
@@ -34,8 +33,6 @@ __all__ = [
     "key_values",
     "label_key",
     "label_value",
-    "memory_quantity",
-    "quantity",
 ]
 
 # Kubernetes' TotalAnnotationSizeLimitB, counted in UTF-8 bytes like Go's len().
@@ -47,10 +44,6 @@ _NAME_PART_MAX = 63
 _LABEL_VALUE_MAX = 63
 _HTTP_URL_MAX = 2048
 _DATA_URL_MAX = 256 * 1024
-# Long enough for any real quantity; keeps the arithmetic below cheap for absurd input.
-_QUANTITY_MAX_LENGTH = 64
-# Kubernetes turns quantities into int64 (bytes; millicores for CPU) where it uses them.
-_QUANTITY_MAX_VALUE = Decimal(2**63 - 1)
 _IMAGE_NAME_MAX = 255
 _IMAGE_TAG_MAX = 128
 # A valid reference is at most ~520 characters (name, tag and a sha512 digest); the bound keeps the
@@ -252,134 +245,6 @@ def _lone_surrogate(value: str) -> str | None:
     for c in value:
         if unicodedata.category(c) == "Cs":
             return f"contains an invalid character ({_char(c)}, half of a UTF-16 surrogate pair)"
-    return None
-
-
-# ---------------------------------------------------------------- quantities
-
-_QUANTITY_RE = re.compile(
-    r"(?P<sign>[+-]?)(?P<number>[0-9]+(\.[0-9]*)?|\.[0-9]+)(?:(?P<suffix>[KMGTPE]i|[numkMGTPE])|[eE](?P<exponent>[+-]?[0-9]+))?",
-    re.ASCII,
-)
-_BINARY_FACTORS = {p + "i": Decimal(1024) ** (i + 1) for i, p in enumerate("KMGTPE")}
-_DECIMAL_FACTORS = {
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "": Decimal(1),
-    "k": Decimal("1e3"),
-    "M": Decimal("1e6"),
-    "G": Decimal("1e9"),
-    "T": Decimal("1e12"),
-    "P": Decimal("1e15"),
-    "E": Decimal("1e18"),
-}
-# Exact for every quantity short enough to pass the length check; an absurd exponent saturates to
-# Infinity or zero instead of raising.
-_WIDE = Context(prec=200, traps=[])
-
-_QUANTITY_EXAMPLES = 'like "8", "1.5", "500m", "64Gi" or "10G"'
-_CPU_EXAMPLES = 'like "8", "0.5" or "500m" (thousandths of a core)'
-_MEMORY_EXAMPLES = 'like "64Gi", "512Mi" or "10G"'
-
-# Units people write for bytes that Kubernetes does not know, mapped to the binary unit they most
-# likely mean (memory and disks are sold and reported in GiB-sized units).
-_MEMORY_UNIT_GUESSES = {
-    **dict.fromkeys(("k", "kb", "kib", "ki"), "Ki"),
-    **dict.fromkeys(("m", "mb", "mib", "mi"), "Mi"),
-    **dict.fromkeys(("g", "gb", "gib", "gi"), "Gi"),
-    **dict.fromkeys(("t", "tb", "tib", "ti"), "Ti"),
-    **dict.fromkeys(("p", "pb", "pib", "pi"), "Pi"),
-}
-_NUMBER_AND_UNIT_RE = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z]+)\s*", re.ASCII)
-
-
-def _quantity_value(value: str) -> tuple[Decimal, str] | None:
-    """The value in base units and the suffix, or None if ``value`` is not a quantity."""
-    match = _QUANTITY_RE.fullmatch(value)
-    if match is None:
-        return None
-    suffix = match["suffix"] or ""
-    number = Decimal(match["sign"] + match["number"])
-    if match["exponent"] is not None:
-        exponent = int(match["exponent"])
-        # scaleb on an exponent beyond Decimal's range would raise even with traps off.
-        if exponent > 10_000:
-            return (number * Decimal("Infinity") if number else Decimal(0)), suffix
-        if exponent < -10_000:
-            return Decimal(0), suffix
-        return number.scaleb(exponent, _WIDE), suffix
-    factor = _BINARY_FACTORS.get(suffix) or _DECIMAL_FACTORS[suffix]
-    return _WIDE.multiply(number, factor), suffix
-
-
-def _check_quantity(value: str, examples: str, allow_zero: bool) -> tuple[str | None, Decimal, str]:
-    if not value:
-        return f"must not be empty: give a quantity {examples}", Decimal(0), ""
-    if len(value) > _QUANTITY_MAX_LENGTH:
-        return f"is too long for a quantity (at most {_QUANTITY_MAX_LENGTH} characters)", Decimal(0), ""
-    parsed = _quantity_value(value)
-    if parsed is None:
-        squeezed = "".join(value.split())
-        if squeezed != value and _quantity_value(squeezed) is not None:
-            return f'must not contain spaces: did you mean "{squeezed}"?', Decimal(0), ""
-        return f"must be a quantity {examples}", Decimal(0), ""
-    amount, suffix = parsed
-    if value.startswith("-") and amount != 0:
-        return "must not be negative", amount, suffix
-    if value.startswith("-"):
-        return 'must not start with "-"', amount, suffix
-    if amount == 0 and not allow_zero:
-        return "must be greater than zero", amount, suffix
-    if amount > _QUANTITY_MAX_VALUE:
-        return "is too large", amount, suffix
-    return None, amount, suffix
-
-
-def quantity(value: str, *, allow_zero: bool = True) -> str | None:
-    """A non-negative Kubernetes quantity (``8``, ``1.5``, ``500m``, ``64Gi``, ``1e3``)."""
-    return _check_quantity(value, _QUANTITY_EXAMPLES, allow_zero)[0]
-
-
-def cpu_quantity(value: str, *, allow_zero: bool = True) -> str | None:
-    """A number of CPU cores as Kubernetes takes it: ``8``, ``0.5`` or ``500m``."""
-    problem, amount, suffix = _check_quantity(value, f"of CPU cores {_CPU_EXAMPLES}", allow_zero)
-    if problem is not None:
-        return problem
-    if suffix in _BINARY_FACTORS:
-        return f'must be a number of CPU cores {_CPU_EXAMPLES}: "{suffix}" is a unit of bytes'
-    if amount * 1000 > _QUANTITY_MAX_VALUE:
-        return "is too large"
-    # Kubernetes silently rounds CPU up to whole millicores; say so rather than change the value.
-    if (amount * 1000) != (amount * 1000).to_integral_value():
-        return "can be given to a thousandth of a core at most (1m = 0.001 cores)"
-    return None
-
-
-def memory_quantity(value: str, *, allow_zero: bool = True) -> str | None:
-    """An amount of memory or storage in bytes: ``64Gi``, ``512Mi``, ``10G``."""
-    unit_match = _NUMBER_AND_UNIT_RE.fullmatch(value)
-    if unit_match is not None:
-        number, unit = unit_match[1], unit_match[2]
-        # "64m" is valid Kubernetes syntax but means 0.064 bytes: nobody wants that.
-        if unit == "m":
-            return (
-                f'uses "m", which means thousandths ("{value}" is a fraction of a byte): '
-                f"did you mean {number}Mi?"
-            )
-        guess = _MEMORY_UNIT_GUESSES.get(unit.lower())
-        if guess is not None and _QUANTITY_RE.fullmatch(value) is None:
-            return f"must be an amount of bytes {_MEMORY_EXAMPLES}: did you mean {number}{guess}?"
-    problem, amount, suffix = _check_quantity(value, f"of bytes {_MEMORY_EXAMPLES}", allow_zero)
-    if problem is not None:
-        return problem
-    if suffix in ("m", "u", "n"):
-        return f'must not use "{suffix}", a fraction: give whole bytes {_MEMORY_EXAMPLES}'
-    if amount != amount.to_integral_value():
-        plain = f"{amount.normalize():f}"
-        if plain != value:
-            return f"must be a whole number of bytes ({value} is {plain} bytes)"
-        return "must be a whole number of bytes"
     return None
 
 

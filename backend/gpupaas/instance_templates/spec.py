@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal, get_args
 
-from gpupaas.core import validation
+from gpupaas.core import quantities, validation
 from gpupaas.instance_templates import placeholders
 
 __all__ = [
@@ -309,7 +309,7 @@ def check_spec(spec: ServiceSpec) -> list[tuple[Path, str]]:
         problems,
         ("containerDisk",),
         spec.container_disk,
-        validation.memory_quantity(spec.container_disk, allow_zero=False),
+        quantities.memory_quantity(spec.container_disk, allow_zero=False),
         placeholders_ok=False,
     )
     _text_field(

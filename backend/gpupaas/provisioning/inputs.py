@@ -1,8 +1,8 @@
 """Input definitions of environment-template versions and the checks on their values.
 
 An input's value always travels as a string (through the API, the profile, the snapshot); this module
-says whether a string is acceptable for a definition, turns it into the value a template sees, and
-parses Kubernetes quantities for the rest of the project.
+says whether a string is acceptable for a definition and turns it into the value a template sees.
+A QUANTITY input is read by the project's one quantity parser (core/quantities.py).
 """
 
 from __future__ import annotations
@@ -10,8 +10,10 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, replace
-from decimal import Decimal, DecimalException, localcontext
+from decimal import Decimal, DecimalException
 from typing import Literal, get_args
+
+from gpupaas.core.quantities import parse_quantity
 
 __all__ = [
     "INPUT_NAME_RULE",
@@ -23,7 +25,6 @@ __all__ = [
     "check_value",
     "format_number",
     "is_valid_name",
-    "parse_quantity",
     "typed_value",
 ]
 
@@ -37,18 +38,6 @@ INPUT_NAME_RULE = (
 
 # Stricter than float(): ASCII digits only, no spaces, no "_" separators, no "inf"/"nan" spellings.
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
-
-# The grammar of Kubernetes' resource.Quantity (k8s.io/apimachinery/pkg/api/resource). The doc
-# comment there omits "n" and "u", but ParseQuantity accepts them, so they are accepted here too.
-_QUANTITY = re.compile(
-    r"(?P<number>[+-]?(?:\d+(?:\.\d*)?|\.\d+))"
-    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?\d+|[numkMGTPE]?)",
-    re.ASCII,  # \d would otherwise match any script's digits, which Kubernetes refuses
-)
-_BINARY_SUFFIXES = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
-_DECIMAL_SUFFIXES = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
-# Kubernetes itself caps quantities far below this; the cap only keeps Decimal arithmetic bounded.
-_MAX_QUANTITY_EXPONENT = 1000
 
 QUANTITY_HINT = "must be a Kubernetes quantity such as 500m, 8 or 64Gi"
 
@@ -72,33 +61,6 @@ class InputDefinition:
 def is_valid_name(name: str) -> bool:
     """Whether `name` may name an input or an output (it is used as `inputs.<name>` in placeholders)."""
     return _NAME.fullmatch(name) is not None
-
-
-def parse_quantity(text: str) -> Decimal:
-    """The value of a Kubernetes quantity ("500m" -> 0.5, "64Gi" -> 68719476736, "1e3" -> 1000).
-
-    Raises ValueError with a message a person can act on when `text` is not a quantity.
-    """
-    match = _QUANTITY.fullmatch(text)
-    if match is None:
-        raise ValueError(
-            f"{text!r} is not a Kubernetes quantity: expected a number with an optional suffix "
-            "(m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei or an exponent such as e3), e.g. 500m, 8 or 64Gi"
-        )
-    number = Decimal(match["number"])
-    suffix = match["suffix"]
-    # A generous precision keeps values such as "1.000000000000000000001Ei" exact.
-    with localcontext() as ctx:
-        ctx.prec = 80
-        try:
-            if suffix in _BINARY_SUFFIXES:
-                return number * (Decimal(1024) ** _BINARY_SUFFIXES[suffix])
-            exponent = _DECIMAL_SUFFIXES[suffix] if suffix in _DECIMAL_SUFFIXES else int(suffix[1:])
-            if abs(exponent) > _MAX_QUANTITY_EXPONENT:
-                raise ValueError(f"{text!r} is out of range for a Kubernetes quantity")
-            return number.scaleb(exponent)
-        except DecimalException as exc:
-            raise ValueError(f"{text!r} is out of range for a Kubernetes quantity") from exc
 
 
 def _parse_number(value: str) -> Decimal | None:

@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from gpupaas.provisioning.inputs import parse_quantity
+from gpupaas.core.quantities import parse_quantity
 
 __all__ = [
     "DEFAULT_INVENTORY",

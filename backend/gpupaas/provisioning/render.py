@@ -28,6 +28,7 @@ import kubernetes_validate.utils as kv_utils
 import yaml
 from referencing import Registry, Resource
 
+from gpupaas.core.quantities import parse_quantity
 from gpupaas.provisioning.inputs import (
     INPUT_NAME_RULE,
     InputDefinition,
@@ -35,7 +36,6 @@ from gpupaas.provisioning.inputs import (
     check_value,
     format_number,
     is_valid_name,
-    parse_quantity,
     typed_value,
 )
 

@@ -27,9 +27,9 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+from gpupaas.core.quantities import parse_quantity
 from gpupaas.instance_templates.spec import ServiceSpec
 from gpupaas.provisioning import render
-from gpupaas.provisioning.inputs import parse_quantity
 from gpupaas.provisioning.plan import GPU_RESOURCE_NAMES, SERVICE_LABEL, Plan, namespace_for
 from gpupaas.service_instances.podspec import DEFAULT_WORKSPACE_SIZE, build_objects
 

@@ -55,7 +55,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Literal
 
-from gpupaas.core import validation
+from gpupaas.core import quantities, validation
 from gpupaas.instance_templates.spec import ServiceSpec, find_placeholders
 from gpupaas.provisioning.plan import COMPUTE_INSTANCE_LABEL, MANAGED_BY, SERVICE_LABEL
 
@@ -168,7 +168,7 @@ def build_workspace_volume(
     """The workspace's PersistentVolumeClaim (ReadWriteOnce; the cluster's default storage class
     unless `storage_class` names one)."""
     _check_identity(name, namespace, instance_id, compute_instance_id)
-    problem = validation.memory_quantity(size, allow_zero=False)
+    problem = quantities.memory_quantity(size, allow_zero=False)
     if problem is not None:
         raise ValueError(f"workspace size {size!r} {problem}")
     spec: dict[str, Any] = {
@@ -272,8 +272,8 @@ def build_workload(
     if replicas not in (0, 1):
         raise ValueError(f"replicas must be 1 (running) or 0 (stopped), not {replicas!r}")
     for what, value, check in (
-        ("cpu", cpu, validation.cpu_quantity),
-        ("memory", memory, validation.memory_quantity),
+        ("cpu", cpu, quantities.cpu_quantity),
+        ("memory", memory, quantities.memory_quantity),
     ):
         if value is not None and (problem := check(value, allow_zero=False)) is not None:
             raise ValueError(f"{what} {value!r} {problem}")

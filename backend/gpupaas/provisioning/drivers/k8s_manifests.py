@@ -27,6 +27,7 @@ from decimal import ROUND_FLOOR
 from typing import Any
 from urllib.parse import quote
 
+from gpupaas.core.quantities import parse_quantity
 from gpupaas.provisioning.drivers.base import (
     KNOWN_GPU_RESOURCES,
     ClusterInfo,
@@ -35,7 +36,6 @@ from gpupaas.provisioning.drivers.base import (
     Owner,
     Phase,
 )
-from gpupaas.provisioning.inputs import parse_quantity
 from gpupaas.provisioning.plan import (
     INSTANCE_LABEL,
     MANAGED_BY,

@@ -91,6 +91,7 @@ from typing import Any
 from tortoise.backends.base.client import BaseDBAsyncClient
 from tortoise.transactions import in_transaction
 
+from gpupaas.core.quantities import parse_quantity
 from gpupaas.provisioning import render
 from gpupaas.provisioning.drivers.base import (
     Applied,
@@ -102,7 +103,6 @@ from gpupaas.provisioning.drivers.base import (
     Phase,
     Progress,
 )
-from gpupaas.provisioning.inputs import parse_quantity
 from gpupaas.provisioning.inventory import Inventory, Node
 from gpupaas.provisioning.models import AllocationPhase, SimulatedAllocation, SimulatedCluster
 from gpupaas.provisioning.plan import GPU_RESOURCE_NAMES, DriverError, PermanentError, Plan, TemporaryError
