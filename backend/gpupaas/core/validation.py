@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 __all__ = [
     "ANNOTATIONS_MAX_BYTES",
+    "DNS_LABEL_PATTERN",
     "annotation_key",
     "annotations_size",
     "description",
@@ -50,7 +51,10 @@ _IMAGE_TAG_MAX = 128
 # regex work on pasted garbage small.
 _IMAGE_REFERENCE_MAX = 1024
 
-_DNS_LABEL_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", re.ASCII)
+# The DNS-1123 label (RFC 1123): the form of namespaces and of most Kubernetes object names. Its one
+# definition: provisioning's template checks build the names they check from it too.
+DNS_LABEL_PATTERN = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
+_DNS_LABEL_RE = re.compile(DNS_LABEL_PATTERN, re.ASCII)
 _NAME_PART_RE = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]", re.ASCII)
 _ENV_VAR_NAME_RE = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*", re.ASCII)
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import difflib
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +33,7 @@ from typing import Any
 import yaml
 
 from gpupaas.core.quantities import parse_quantity
+from gpupaas.core.validation import dns_label
 
 __all__ = [
     "DEFAULT_INVENTORY",
@@ -49,8 +49,7 @@ __all__ = [
 GPU_VENDORS: tuple[str, ...] = ("NVIDIA", "AMD", "INTEL", "ASCEND")
 VENDORS: tuple[str, ...] = (*GPU_VENDORS, "CPU")
 
-# A node name is a DNS-1123 subdomain in Kubernetes; a label is plenty here.
-_NODE_NAME = re.compile(r"[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?")
+# A node name is a DNS-1123 subdomain in Kubernetes; a label (core.validation.dns_label) is plenty here.
 _NODE_NAME_RULE = 'must be lowercase letters, digits and "-", starting and ending with a letter or digit'
 _MAX_REPEAT = 1000
 _ENTRY_KEYS = ("name", "count", "cpu", "memory", "gpu")
@@ -88,7 +87,7 @@ class Node:
 
     def problem(self) -> str | None:
         """What is wrong with the node, naming the field, or None."""
-        if _NODE_NAME.fullmatch(self.name) is None:
+        if dns_label(self.name) is not None:
             return f"name: {self.name!r} {_NODE_NAME_RULE} (at most 63 characters)"
         for what, text in (("cpu", self.cpu), ("memory", self.memory)):
             problem = _positive_quantity(text, what)
@@ -222,7 +221,7 @@ def _entry(data: object, index: int, prefix: str) -> tuple[Node, ...]:
     _unknown_keys(data, _ENTRY_KEYS, where)
     if not isinstance(name, str) or not name:
         raise InventoryError(f"{where}.name: is required (a string such as h100)")
-    if _NODE_NAME.fullmatch(name) is None:
+    if dns_label(name) is not None:
         raise InventoryError(f"{where}.name: {name!r} {_NODE_NAME_RULE}")
     repeat = data.get("count")
     if repeat is not None:

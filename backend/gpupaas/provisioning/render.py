@@ -29,6 +29,7 @@ import yaml
 from referencing import Registry, Resource
 
 from gpupaas.core.quantities import parse_quantity
+from gpupaas.core.validation import DNS_LABEL_PATTERN, dns_label
 from gpupaas.provisioning.inputs import (
     INPUT_NAME_RULE,
     InputDefinition,
@@ -76,9 +77,8 @@ _PLACEHOLDER = re.compile(r"\{\{((?:(?!\}\}).)*)\}\}", re.DOTALL)
 _EXPRESSION = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_-]+)*")
 _KIND = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 _API_VERSION = re.compile(r"(?:[a-z0-9](?:[-a-z0-9.]*[a-z0-9])?/)?[a-z0-9]+")
-_DNS_LABEL = re.compile(r"[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?")
 _DNS_1035_LABEL = re.compile(r"[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?")
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*")
+_DNS_SUBDOMAIN = re.compile(rf"{DNS_LABEL_PATTERN}(?:\.{DNS_LABEL_PATTERN})*")
 # RBAC objects are named by path segments, e.g. "system:aggregate-to-admin".
 _PATH_SEGMENT_NAMED_KINDS = frozenset({"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"})
 # Repeats through YAML aliases count: a few nested anchors would otherwise expand to billions.
@@ -730,7 +730,7 @@ def _name_problem(kind: str, name: object) -> str | None:
     if not isinstance(name, str):
         return f"must be a string, not {_type_name(name)}"
     if kind == "Namespace":
-        if _DNS_LABEL.fullmatch(name) is None:
+        if dns_label(name) is not None:
             return (
                 f'"{name}" is not a valid namespace name: lowercase letters, digits and "-", starting '
                 "and ending with a letter or digit, at most 63 characters"
@@ -829,7 +829,7 @@ def _manifest_problems(manifest: Mapping[str, Any], kubernetes_version: str) -> 
         if message is not None:
             problems.append((("metadata", "name"), message, "name"))
         namespace = metadata.get("namespace")
-        if isinstance(namespace, str) and _DNS_LABEL.fullmatch(namespace) is None:
+        if isinstance(namespace, str) and dns_label(namespace) is not None:
             problems.append(
                 (("metadata", "namespace"), f'"{namespace}" is not a valid namespace name', "name")
             )
