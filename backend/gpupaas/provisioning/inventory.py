@@ -34,6 +34,7 @@ import yaml
 
 from gpupaas.core.quantities import parse_quantity
 from gpupaas.core.validation import dns_label
+from gpupaas.provisioning.yaml_values import type_name
 
 __all__ = [
     "DEFAULT_INVENTORY",
@@ -166,20 +167,9 @@ DEFAULT_INVENTORY = Inventory(
 # ------------------------------------------------------------------------------------------ loading
 
 
-def _type_name(value: object) -> str:
-    if value is None:
-        return "empty"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return type(value).__name__
+def _type_in_file(value: object) -> str:
+    # Words for a file a person edits: a YAML field left blank is "empty", any number "a number".
+    return type_name(value, null="empty", integers=False)
 
 
 def _unknown_keys(data: Mapping[Any, Any], allowed: tuple[str, ...], where: str) -> None:
@@ -195,7 +185,7 @@ def _quantity(data: Mapping[str, Any], key: str, where: str) -> str:
     if value is None:
         raise InventoryError(f"{where}.{key}: is required (a Kubernetes quantity such as 32 or 128Gi)")
     if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise InventoryError(f"{where}.{key}: must be a Kubernetes quantity, not {_type_name(value)}")
+        raise InventoryError(f"{where}.{key}: must be a Kubernetes quantity, not {_type_in_file(value)}")
     text = str(value)
     problem = _positive_quantity(text, f"{where}.{key}")
     if problem is not None:
@@ -205,7 +195,7 @@ def _quantity(data: Mapping[str, Any], key: str, where: str) -> str:
 
 def _whole_number(value: object, where: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InventoryError(f"{where}: must be a whole number, not {_type_name(value)}")
+        raise InventoryError(f"{where}: must be a whole number, not {_type_in_file(value)}")
     if value < minimum:
         raise InventoryError(f"{where}: must be at least {minimum}, not {value}")
     return value
@@ -216,7 +206,7 @@ def _entry(data: object, index: int, prefix: str) -> tuple[Node, ...]:
     where = f"{prefix}nodes[{index}]" + (f" ({name})" if isinstance(name, str) and name else "")
     if not isinstance(data, dict):
         raise InventoryError(
-            f"{where}: must be a mapping with name, cpu, memory and gpu, not {_type_name(data)}"
+            f"{where}: must be a mapping with name, cpu, memory and gpu, not {_type_in_file(data)}"
         )
     _unknown_keys(data, _ENTRY_KEYS, where)
     if not isinstance(name, str) or not name:
@@ -243,7 +233,7 @@ def _entry(data: object, index: int, prefix: str) -> tuple[Node, ...]:
         vendor = str(raw_vendor)
         raw_model = gpu.get("model")
         if raw_model is not None and (isinstance(raw_model, bool) or not isinstance(raw_model, str | int)):
-            raise InventoryError(f"{where}.gpu.model: must be a string, not {_type_name(raw_model)}")
+            raise InventoryError(f"{where}.gpu.model: must be a string, not {_type_in_file(raw_model)}")
         model = (str(raw_model).strip() or None) if raw_model is not None else None
         if "count" not in gpu:
             raise InventoryError(f"{where}.gpu.count: is required (GPUs on each node, at least 1)")
@@ -278,7 +268,7 @@ def parse_inventory(text: str, source: str = "inventory") -> Inventory:
         raise InventoryError(f"{prefix}{extra[0]}: is not a field; the file holds only nodes")
     entries = data["nodes"]
     if not isinstance(entries, list):
-        raise InventoryError(f"{prefix}nodes: must be a list of nodes, not {_type_name(entries)}")
+        raise InventoryError(f"{prefix}nodes: must be a list of nodes, not {_type_in_file(entries)}")
     if not entries:
         raise InventoryError(f"{prefix}nodes: must list at least one node")
     nodes: list[Node] = []

@@ -39,6 +39,7 @@ from gpupaas.provisioning.inputs import (
     is_valid_name,
     typed_value,
 )
+from gpupaas.provisioning.yaml_values import type_name
 
 __all__ = [
     "KNOWN_VARIABLES",
@@ -245,24 +246,6 @@ def _yaml_message(exc: yaml.YAMLError) -> str:
     return f"invalid YAML: {exc}"
 
 
-def _type_name(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return type(value).__name__
-
-
 def _object_ref(document: Mapping[str, Any]) -> str | None:
     kind = document.get("kind")
     metadata = document.get("metadata")
@@ -293,7 +276,7 @@ def _json_problems(document: Any, index: int, ref: str | None) -> list[Problem]:
                 if not isinstance(key, str):
                     problems.append(
                         Problem(
-                            f"key {key!r} is {_type_name(key)}, not a string: quote it",
+                            f"key {key!r} is {type_name(key)}, not a string: quote it",
                             index,
                             (*path, str(key)),
                             object_ref=ref,
@@ -316,7 +299,7 @@ def _json_problems(document: Any, index: int, ref: str | None) -> list[Problem]:
 def _shape_problems(document: Any, index: int) -> list[Problem]:
     hint = "every document must be a Kubernetes object with apiVersion, kind and metadata.name"
     if not isinstance(document, dict):
-        return [Problem(f"is {_type_name(document)}, not a Kubernetes object: {hint}", index)]
+        return [Problem(f"is {type_name(document)}, not a Kubernetes object: {hint}", index)]
     ref = _object_ref(document)
     problems: list[Problem] = []
     for key, rule in (("apiVersion", _API_VERSION), ("kind", _KIND)):
@@ -325,7 +308,7 @@ def _shape_problems(document: Any, index: int) -> list[Problem]:
             problems.append(Problem(f"is missing: {hint}", index, (key,), object_ref=ref))
         elif not isinstance(value, str):
             problems.append(
-                Problem(f"must be a string, not {_type_name(value)}", index, (key,), object_ref=ref)
+                Problem(f"must be a string, not {type_name(value)}", index, (key,), object_ref=ref)
             )
         elif _PLACEHOLDER.search(value):
             problems.append(Problem("cannot contain placeholders", index, (key,), object_ref=ref))
@@ -336,7 +319,7 @@ def _shape_problems(document: Any, index: int) -> list[Problem]:
         problems.append(Problem(f"is missing: {hint}", index, ("metadata",), object_ref=ref))
     elif not isinstance(metadata, dict):
         problems.append(
-            Problem(f"must be a mapping, not {_type_name(metadata)}", index, ("metadata",), object_ref=ref)
+            Problem(f"must be a mapping, not {type_name(metadata)}", index, ("metadata",), object_ref=ref)
         )
     else:
         name = metadata.get("name")
@@ -345,7 +328,7 @@ def _shape_problems(document: Any, index: int) -> list[Problem]:
         elif not isinstance(name, str):
             problems.append(
                 Problem(
-                    f"must be a string, not {_type_name(name)}", index, ("metadata", "name"), object_ref=ref
+                    f"must be a string, not {type_name(name)}", index, ("metadata", "name"), object_ref=ref
                 )
             )
     return problems + _json_problems(document, index, ref)
@@ -693,7 +676,7 @@ def _schema_error_problems(error: Any) -> list[tuple[Path, str, str]]:
     keyword = str(error.validator)
     instance = error.instance
     if keyword == "type":
-        return [(path, f"must be {_expected(error.validator_value)}, not {_type_name(instance)}", keyword)]
+        return [(path, f"must be {_expected(error.validator_value)}, not {type_name(instance)}", keyword)]
     if keyword == "additionalProperties" and isinstance(instance, dict):
         allowed = set(error.schema.get("properties", {}))
         unknown = sorted(key for key in instance if key not in allowed)
@@ -718,7 +701,7 @@ def _schema_error_problems(error: Any) -> list[tuple[Path, str, str]]:
     ):
         types = [sub.validator_value for sub in error.context]
         flat = [name for item in types for name in ([item] if isinstance(item, str) else item)]
-        return [(path, f"must be {_expected(sorted(set(flat)))}, not {_type_name(instance)}", keyword)]
+        return [(path, f"must be {_expected(sorted(set(flat)))}, not {type_name(instance)}", keyword)]
     return [(path, error.message, keyword)]
 
 
@@ -728,7 +711,7 @@ def _path_order(path: Path) -> tuple[tuple[int, int, str], ...]:
 
 def _name_problem(kind: str, name: object) -> str | None:
     if not isinstance(name, str):
-        return f"must be a string, not {_type_name(name)}"
+        return f"must be a string, not {type_name(name)}"
     if kind == "Namespace":
         if dns_label(name) is not None:
             return (

@@ -1,0 +1,25 @@
+"""The one wording of a YAML value's type in messages, in the schema's words and in a file's."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpupaas.provisioning.yaml_values import type_name
+
+
+@pytest.mark.parametrize(
+    ("value", "schema", "file"),
+    [
+        (None, "null", "empty"),
+        (True, "a boolean", "a boolean"),
+        (3, "an integer", "a number"),
+        (1.5, "a number", "a number"),
+        ("x", "a string", "a string"),
+        ([1], "a list", "a list"),
+        ({"a": 1}, "a mapping", "a mapping"),
+        (b"x", "bytes", "bytes"),
+    ],
+)
+def test_type_names(value: object, schema: str, file: str) -> None:
+    assert type_name(value) == schema
+    assert type_name(value, null="empty", integers=False) == file
