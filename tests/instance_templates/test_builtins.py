@@ -20,7 +20,7 @@ from gpupaas.instance_templates.spec import (
     unknown_placeholders,
 )
 from gpupaas.provisioning.plan import GPU_RESOURCE_NAMES
-from gpupaas.provisioning.render import validate_manifest
+from gpupaas.provisioning.render.schema import validate_manifest
 from gpupaas.service_instances.connect import ConnectLink, connect_links
 from gpupaas.service_instances.podspec import build_objects
 

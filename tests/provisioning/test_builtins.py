@@ -14,13 +14,9 @@ from gpupaas.provisioning.builtins import (
     load_builtin_template,
 )
 from gpupaas.provisioning.inputs import typed_value
-from gpupaas.provisioning.render import (
-    RenderContext,
-    check_version,
-    render,
-    render_outputs,
-    validate_manifest,
-)
+from gpupaas.provisioning.render.checks import check_version
+from gpupaas.provisioning.render.rendering import RenderContext, render, render_outputs
+from gpupaas.provisioning.render.schema import validate_manifest
 
 NAMES = ["gpu-dedicated", "gpu-namespace"]
 

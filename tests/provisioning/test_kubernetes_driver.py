@@ -23,7 +23,7 @@ from gpupaas.provisioning.plan import (
     build_plan,
     namespace_for,
 )
-from gpupaas.provisioning.render import OutputDefinition
+from gpupaas.provisioning.render.rendering import OutputDefinition
 from tests.fake_kube import FakeKube, node, run_fake_kube
 from tests.fake_kube.fixtures import fake_kube  # noqa: F401
 

@@ -21,7 +21,7 @@ from gpupaas.provisioning.drivers.simulated import (
 from gpupaas.provisioning.inventory import DEFAULT_INVENTORY, Inventory, Node
 from gpupaas.provisioning.models import SimulatedAllocation
 from gpupaas.provisioning.plan import PermanentError, Plan, TemporaryError, build_plan, namespace_for
-from gpupaas.provisioning.render import OutputDefinition
+from gpupaas.provisioning.render.rendering import OutputDefinition
 from tests.conftest import Database
 
 NVIDIA_LINE = "NVIDIA H100 80GB (2 nodes, 8 GPUs each), AMD MI300X (1 node, 4 GPUs each), CPU (2 nodes)"

@@ -8,8 +8,8 @@ import pytest
 
 from gpupaas.instance_templates.builtins import BUILTIN_INSTANCE_TEMPLATES
 from gpupaas.instance_templates.spec import resolve
-from gpupaas.provisioning import render
 from gpupaas.provisioning.plan import COMPUTE_INSTANCE_LABEL, INSTANCE_LABEL, SERVICE_LABEL, namespace_for
+from gpupaas.provisioning.render.schema import validate_manifest
 from gpupaas.service_instances.plan import (
     build_service_plan,
     node_ports_of,
@@ -65,7 +65,7 @@ def test_a_running_plan_lives_in_the_compute_instances_namespace_under_its_own_l
         assert labels[SERVICE_LABEL] == SERVICE and labels[COMPUTE_INSTANCE_LABEL] == COMPUTE
         assert INSTANCE_LABEL not in labels  # not the compute instance's own objects
         assert manifest["metadata"]["namespace"] == plan.namespace
-        assert render.validate_manifest(manifest, "1.37.0") == []
+        assert validate_manifest(manifest, "1.37.0") == []
     deployment = plan.manifests[1]
     assert deployment["spec"]["replicas"] == 1
     container = deployment["spec"]["template"]["spec"]["containers"][0]

@@ -10,7 +10,7 @@ import pytest
 
 from gpupaas.instance_templates.spec import Port, ServiceSpec
 from gpupaas.provisioning.plan import GPU_RESOURCE_NAMES
-from gpupaas.provisioning.render import validate_manifest
+from gpupaas.provisioning.render.schema import validate_manifest
 from gpupaas.service_instances.podspec import (
     build_objects,
     build_service,

@@ -18,7 +18,7 @@ from gpupaas.provisioning.builtins import builtin_template
 from gpupaas.provisioning.drivers.base import Observed, Owner, Phase
 from gpupaas.provisioning.drivers.kubernetes import ClusterConnection, KubernetesDriver
 from gpupaas.provisioning.plan import SERVICE_LABEL, PermanentError, Plan, build_plan, namespace_for
-from gpupaas.provisioning.render import validate_manifest
+from gpupaas.provisioning.render.schema import validate_manifest
 from gpupaas.service_instances.plan import build_service_plan
 from gpupaas.service_instances.podspec import RESTART_ANNOTATION
 from tests.fake_kube import FakeKube

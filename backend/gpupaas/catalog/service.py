@@ -42,8 +42,10 @@ from gpupaas.core.gpus import Vendor
 from gpupaas.core.ids import parse_id
 from gpupaas.core.pagination import Page
 from gpupaas.core.search import matching
-from gpupaas.provisioning import builtins, render
+from gpupaas.provisioning import builtins
 from gpupaas.provisioning.inputs import InputDefinition, check_value
+from gpupaas.provisioning.render.checks import check_version
+from gpupaas.provisioning.render.rendering import OutputDefinition
 
 _VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,62}$")
 MAX_RESOURCES_LENGTH = 512 * 1024
@@ -159,13 +161,11 @@ def definition_to_json(defn: InputDefinition) -> dict[str, Any]:
     }
 
 
-def output_from_json(data: dict[str, Any]) -> render.OutputDefinition:
-    return render.OutputDefinition(
-        name=data["name"], description=data.get("description"), value=data["value"]
-    )
+def output_from_json(data: dict[str, Any]) -> OutputDefinition:
+    return OutputDefinition(name=data["name"], description=data.get("description"), value=data["value"])
 
 
-def output_to_json(out: render.OutputDefinition) -> dict[str, Any]:
+def output_to_json(out: OutputDefinition) -> dict[str, Any]:
     return {"name": out.name, "description": out.description, "value": out.value}
 
 
@@ -300,7 +300,7 @@ def _version_problems(
     resources: str,
     inputs: Sequence[InputDefinitionIn],
     outputs: Sequence[OutputDefinitionIn],
-) -> tuple[Collector, list[InputDefinition], list[render.OutputDefinition]]:
+) -> tuple[Collector, list[InputDefinition], list[OutputDefinition]]:
     problems = Collector()
     if not _VERSION.match(version):
         problems.add(
@@ -327,13 +327,13 @@ def _version_problems(
                 sensitive=bool(item.sensitive),
             )
         )
-    outs = [render.OutputDefinition(name=o.name, description=o.description, value=o.value) for o in outputs]
+    outs = [OutputDefinition(name=o.name, description=o.description, value=o.value) for o in outputs]
     if len(resources) > MAX_RESOURCES_LENGTH:
         problems.add(("input", "resources"), f"must be at most {MAX_RESOURCES_LENGTH // 1024} KiB")
     elif not resources.strip():
         problems.add(("input", "resources"), "must hold at least one Kubernetes manifest", ErrorCode.REQUIRED)
     else:
-        for problem in render.check_version(resources, definitions, outs):
+        for problem in check_version(resources, definitions, outs):
             if problem.field == "resources" or not problem.path:
                 problems.add(("input", problem.field), str(problem))
             else:
@@ -604,7 +604,7 @@ def resolve_input_settings(
 
 def resolve_output_settings(
     problems: Collector,
-    outputs: Sequence[render.OutputDefinition],
+    outputs: Sequence[OutputDefinition],
     given: Sequence[OutputSettingIn] | None,
     previous: Sequence[dict[str, Any]],
 ) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from gpupaas.provisioning.inputs import INPUT_TYPES, InputDefinition
-from gpupaas.provisioning.render import OutputDefinition
+from gpupaas.provisioning.render.rendering import OutputDefinition
 
 __all__ = ["BUILTIN_TEMPLATES", "BuiltinTemplate", "builtin_template", "load_builtin_template"]
 

@@ -8,8 +8,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpupaas.provisioning import render
 from gpupaas.provisioning.inputs import InputDefinition, typed_value
+from gpupaas.provisioning.render.problems import TemplateError
+from gpupaas.provisioning.render.rendering import OutputDefinition, RenderContext, render
 
 # The extended resource each vendor's device plugin advertises.
 GPU_RESOURCE_NAMES: dict[str, str] = {
@@ -66,8 +67,8 @@ class Plan:
     gpu_model: str | None
     gpu_resource_name: str
     manifests: tuple[dict[str, Any], ...]
-    outputs: tuple[render.OutputDefinition, ...]
-    context: render.RenderContext
+    outputs: tuple[OutputDefinition, ...]
+    context: RenderContext
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
     # The label whose value is `instance_id` on every object of the plan: drivers find, watch and
@@ -98,7 +99,7 @@ def build_plan(
     template_resources: str,
     input_definitions: Sequence[InputDefinition],
     input_values: Mapping[str, str],
-    outputs: Sequence[render.OutputDefinition],
+    outputs: Sequence[OutputDefinition],
     labels: Mapping[str, str],
     annotations: Mapping[str, str],
     generated_token: str = "",
@@ -118,7 +119,7 @@ def build_plan(
             typed[definition.name] = typed_value(definition, raw)
         except ValueError as error:
             raise PermanentError(f'input "{definition.name}": {error}') from None
-    context = render.RenderContext(
+    context = RenderContext(
         inputs=typed,
         instance_name=instance_name,
         instance_namespace=namespace,
@@ -134,8 +135,8 @@ def build_plan(
         generated_token=generated_token,
     )
     try:
-        manifests = render.render(template_resources, context)
-    except render.TemplateError as error:
+        manifests = render(template_resources, context)
+    except TemplateError as error:
         raise PermanentError(
             "the template cannot be rendered: " + "; ".join(str(p) for p in error.problems)
         ) from None

@@ -29,8 +29,8 @@ from typing import Any
 
 from gpupaas.core.quantities import parse_quantity
 from gpupaas.instance_templates.spec import ServiceSpec
-from gpupaas.provisioning import render
 from gpupaas.provisioning.plan import GPU_RESOURCE_NAMES, SERVICE_LABEL, Plan, namespace_for
+from gpupaas.provisioning.render.rendering import OutputDefinition, RenderContext
 from gpupaas.service_instances.podspec import DEFAULT_WORKSPACE_SIZE, build_objects
 
 __all__ = ["NODE_PORT_OUTPUT", "build_service_plan", "node_ports_of", "service_resources"]
@@ -125,14 +125,14 @@ def build_service_plan(
         workspace_size=workspace,
     )
     outputs = tuple(
-        render.OutputDefinition(
+        OutputDefinition(
             name=NODE_PORT_OUTPUT + port.name,
             description=f"The node port of port {port.name}",
             value=f"{{{{ objects.Service.spec.ports.{index}.nodePort }}}}",
         )
         for index, port in enumerate(spec.ports)
     )
-    context = render.RenderContext(
+    context = RenderContext(
         inputs={},
         instance_name=name,
         instance_namespace=namespace,

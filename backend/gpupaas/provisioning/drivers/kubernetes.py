@@ -72,7 +72,6 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from gpupaas.provisioning import render
 from gpupaas.provisioning.drivers import k8s_manifests as km
 from gpupaas.provisioning.drivers.base import (
     Applied,
@@ -85,6 +84,8 @@ from gpupaas.provisioning.drivers.base import (
     Progress,
 )
 from gpupaas.provisioning.plan import MANAGED_BY, PermanentError, Plan, TemporaryError
+from gpupaas.provisioning.render.problems import TemplateError
+from gpupaas.provisioning.render.rendering import render_outputs
 
 __all__ = ["ClusterConnection", "KubernetesDriver"]
 
@@ -508,8 +509,8 @@ class KubernetesDriver:
                 raise TemporaryError(f"{item.label} was deleted while it was being applied; try again")
             objects.append(obj)
         try:
-            outputs = render.render_outputs(plan.outputs, plan.context, objects)
-        except render.TemplateError as error:
+            outputs = render_outputs(plan.outputs, plan.context, objects)
+        except TemplateError as error:
             raise PermanentError(f"the outputs cannot be rendered: {error}") from None
         return Applied(outputs=outputs, objects=tuple(item.ref for item in items))
 

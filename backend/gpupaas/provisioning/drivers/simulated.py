@@ -92,7 +92,6 @@ from tortoise.backends.base.client import BaseDBAsyncClient
 from tortoise.transactions import in_transaction
 
 from gpupaas.core.quantities import parse_quantity
-from gpupaas.provisioning import render
 from gpupaas.provisioning.drivers.base import (
     Applied,
     ClusterInfo,
@@ -106,6 +105,9 @@ from gpupaas.provisioning.drivers.base import (
 from gpupaas.provisioning.inventory import Inventory, Node
 from gpupaas.provisioning.models import AllocationPhase, SimulatedAllocation, SimulatedCluster
 from gpupaas.provisioning.plan import GPU_RESOURCE_NAMES, DriverError, PermanentError, Plan, TemporaryError
+from gpupaas.provisioning.render.problems import TemplateError
+from gpupaas.provisioning.render.rendering import render_outputs
+from gpupaas.provisioning.render.schema import validate_manifest
 
 __all__ = [
     "FAIL_ANNOTATION",
@@ -666,7 +668,7 @@ class SimulatedDriver:
         if not phase_seconds >= 0:
             raise ValueError(f"phase_seconds must be 0 or more, not {phase_seconds}")
         # Fails now (ValueError) rather than at the first deploy when there are no schemas for it.
-        render.validate_manifest(
+        validate_manifest(
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "probe"}}, kubernetes_version
         )
         self.inventory = inventory
@@ -720,8 +722,8 @@ class SimulatedDriver:
                     f'(annotation {FAIL_ANNOTATION}: "apply")'
                 )
             try:
-                outputs = render.render_outputs(plan.outputs, plan.context, applied)
-            except render.TemplateError as error:
+                outputs = render_outputs(plan.outputs, plan.context, applied)
+            except TemplateError as error:
                 raise PermanentError(f"the outputs cannot be rendered: {error}") from None
         except DriverError as error:
             await self._set_phase(plan.instance_id, AllocationPhase.FAILED, str(error))
@@ -744,7 +746,7 @@ class SimulatedDriver:
             ref = f"{_object_ref(manifest)} (object {index + 1})"
             problems.extend(
                 f"{ref}: {_path_text(path)}: {message}"
-                for path, message in render.validate_manifest(manifest, self.kubernetes_version)
+                for path, message in validate_manifest(manifest, self.kubernetes_version)
             )
         if problems:
             more = len(problems) - _MAX_REPORTED_PROBLEMS
