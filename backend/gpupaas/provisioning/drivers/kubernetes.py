@@ -1,7 +1,7 @@
 """The `kubernetes` driver: applies plans to a real cluster through the official client.
 
 This is the only module of gpupaas that imports `kubernetes`. What it decides (order, requests,
-readiness, failure reasons, error classes) are pure functions in drivers/k8s_manifests.py; this
+readiness, failure reasons, error classes) are pure functions in drivers/k8s_manifests/; this
 module sends requests and waits.
 
 Connection. A `ClusterConnection` holds a kubeconfig's text (and optionally a context) or says
@@ -15,7 +15,7 @@ Requests. The generic REST paths (/api/v1/..., /apis/<group>/<version>/...) foun
 after a CRD is installed), sent through `ApiClient.call_api` on a thread pool of the driver's own,
 so the event loop never blocks; every request has `_request_timeout`. Answers: 2xx is the object;
 5xx, 429, 410, timeouts and connection errors are TemporaryError (the worker retries the run);
-other 4xx are PermanentError with the Status's message and causes (k8s_manifests.api_error).
+other 4xx are PermanentError with the Status's message and causes (k8s_manifests/errors.py).
 
 apply. Every manifest of the plan, with its namespace defaulted to the plan's and its pod
 templates stamped with the instance's labels (so that pods can be found and watched), is applied
@@ -72,7 +72,6 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from gpupaas.provisioning.drivers import k8s_manifests as km
 from gpupaas.provisioning.drivers.base import (
     Applied,
     ClusterInfo,
@@ -83,6 +82,31 @@ from gpupaas.provisioning.drivers.base import (
     Phase,
     Progress,
 )
+from gpupaas.provisioning.drivers.k8s_manifests.api import (
+    ApiResource,
+    Request,
+    apply_request,
+    delete_request,
+    get_request,
+    list_request,
+    parse_resource_list,
+    preferred_group_versions,
+    watch_request,
+)
+from gpupaas.provisioning.drivers.k8s_manifests.drift import DriftTracker, instance_health
+from gpupaas.provisioning.drivers.k8s_manifests.errors import api_error, status_text, unreachable
+from gpupaas.provisioning.drivers.k8s_manifests.nodes import node_info
+from gpupaas.provisioning.drivers.k8s_manifests.objects import (
+    MANAGER_VALUE,
+    apply_order,
+    describe,
+    label_problem,
+    object_key,
+    stamp_pod_templates,
+    with_namespace,
+)
+from gpupaas.provisioning.drivers.k8s_manifests.pods import counts, current_pods, pod_problem
+from gpupaas.provisioning.drivers.k8s_manifests.readiness import WAITED_KINDS, readiness
 from gpupaas.provisioning.plan import MANAGED_BY, PermanentError, Plan, TemporaryError
 from gpupaas.provisioning.render.problems import TemplateError
 from gpupaas.provisioning.render.rendering import render_outputs
@@ -93,10 +117,10 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-PODS = km.ApiResource("v1", "Pod", "pods", namespaced=True)
-NODES = km.ApiResource("v1", "Node", "nodes", namespaced=False)
-REPLICASETS = km.ApiResource("apps/v1", "ReplicaSet", "replicasets", namespaced=True)
-STORAGE_CLASSES = km.ApiResource("storage.k8s.io/v1", "StorageClass", "storageclasses", namespaced=False)
+PODS = ApiResource("v1", "Pod", "pods", namespaced=True)
+NODES = ApiResource("v1", "Node", "nodes", namespaced=False)
+REPLICASETS = ApiResource("apps/v1", "ReplicaSet", "replicasets", namespaced=True)
+STORAGE_CLASSES = ApiResource("storage.k8s.io/v1", "StorageClass", "storageclasses", namespaced=False)
 
 # Kinds whose controllers make pods that carry the instance's labels (see stamp_pod_templates).
 _POD_MAKERS = frozenset({"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob"})
@@ -149,7 +173,7 @@ class _Item:
     """One object of a plan, ready to apply: the manifest as sent and where it lives."""
 
     manifest: dict[str, Any]
-    resource: km.ApiResource
+    resource: ApiResource
 
     @property
     def kind(self) -> str:
@@ -166,7 +190,7 @@ class _Item:
 
     @property
     def label(self) -> str:
-        return km.describe(self.manifest)
+        return describe(self.manifest)
 
     @property
     def ref(self) -> ObjectRef:
@@ -244,8 +268,8 @@ class KubernetesDriver:
         )
         # The kubeconfig loader writes certificate data to files; they live here, and go on close().
         self._files = tempfile.mkdtemp(prefix="gpupaas-kube-")
-        self._resources: dict[str, dict[str, km.ApiResource]] = {}
-        self._sweepable: tuple[float, tuple[km.ApiResource, ...]] | None = None
+        self._resources: dict[str, dict[str, ApiResource]] = {}
+        self._sweepable: tuple[float, tuple[ApiResource, ...]] | None = None
         self._closed = False
 
     # ------------------------------------------------------------------------------ connection
@@ -305,7 +329,7 @@ class KubernetesDriver:
                 ) from None
             raise error
 
-    def _open(self, request: km.Request, timeout: Any) -> Any:
+    def _open(self, request: Request, timeout: Any) -> Any:
         """Sends the request; the response, not read yet. Raises _Unreachable when nobody answers."""
         api = self._client()
         headers = {"Accept": "application/json"}
@@ -326,7 +350,7 @@ class KubernetesDriver:
         except (urllib3.exceptions.HTTPError, OSError) as error:
             raise _Unreachable(_transport_detail(error)) from None
 
-    def _send(self, request: km.Request) -> tuple[int, bytes]:
+    def _send(self, request: Request) -> tuple[int, bytes]:
         response = self._open(request, self.request_timeout)
         try:
             data: bytes = response.read() or b""
@@ -335,7 +359,7 @@ class KubernetesDriver:
         return int(response.status), data
 
     async def _call(
-        self, request: km.Request, action: str, *, missing_ok: bool = False
+        self, request: Request, action: str, *, missing_ok: bool = False
     ) -> dict[str, Any] | None:
         """The answer's object; None for a 404 when `missing_ok`. Raises DriverError."""
         try:
@@ -345,11 +369,11 @@ class KubernetesDriver:
                 raise PermanentError(
                     f"{action}: TLS with the API server at {self._host} failed: {error}"
                 ) from None
-            raise km.unreachable(self._host, str(error), action) from None
+            raise unreachable(self._host, str(error), action) from None
         if status == 404 and missing_ok:
             return None
         if not 200 <= status < 300:
-            raise km.api_error(status, data, action)
+            raise api_error(status, data, action)
         if not data:
             return {}
         try:
@@ -358,13 +382,13 @@ class KubernetesDriver:
             raise TemporaryError(f"{action}: the API server answered something that is not JSON") from None
         return parsed if isinstance(parsed, dict) else {}
 
-    async def _get(self, request: km.Request, action: str) -> dict[str, Any]:
+    async def _get(self, request: Request, action: str) -> dict[str, Any]:
         answer = await self._call(request, action)
         assert answer is not None  # only missing_ok gives None
         return answer
 
     async def _list(
-        self, resource: km.ApiResource, namespace: str | None, selector: str | None, action: str
+        self, resource: ApiResource, namespace: str | None, selector: str | None, action: str
     ) -> tuple[list[dict[str, Any]], str]:
         """Every object of the collection, page by page, and the list's resourceVersion. Items of a
         list carry no kind: it is put back, so that they read like what GET serves."""
@@ -373,7 +397,7 @@ class KubernetesDriver:
             token: str | None = None
             try:
                 while True:
-                    request = km.list_request(
+                    request = list_request(
                         resource, namespace, label_selector=selector, limit=_LIST_PAGE, continue_token=token
                     )
                     page = await self._get(request, action)
@@ -394,32 +418,32 @@ class KubernetesDriver:
 
     # ------------------------------------------------------------------------------- discovery
 
-    async def _discover(self, group_version: str) -> dict[str, km.ApiResource]:
+    async def _discover(self, group_version: str) -> dict[str, ApiResource]:
         root = "/apis" if "/" in group_version else "/api"
         answer = await self._call(
-            km.Request("GET", f"{root}/{group_version}"),
+            Request("GET", f"{root}/{group_version}"),
             f"discovering the kinds of {group_version}",
             missing_ok=True,
         )
-        resources = {r.kind: r for r in km.parse_resource_list(answer or {})}
+        resources = {r.kind: r for r in parse_resource_list(answer or {})}
         self._resources[group_version] = resources
         return resources
 
-    async def _resource(self, api_version: str, kind: str) -> km.ApiResource | None:
+    async def _resource(self, api_version: str, kind: str) -> ApiResource | None:
         known = self._resources.get(api_version)
         if known is None or kind not in known:
             known = await self._discover(api_version)
         return known.get(kind)
 
-    async def _sweepable_resources(self) -> tuple[km.ApiResource, ...]:
+    async def _sweepable_resources(self) -> tuple[ApiResource, ...]:
         """Every namespaced kind (preferred versions) that can be listed and deleted."""
         now = time.monotonic()
         if self._sweepable is not None and now - self._sweepable[0] < _DISCOVERY_TTL:
             return self._sweepable[1]
         group_versions = ["v1"]
-        groups = await self._call(km.Request("GET", "/apis"), "discovering the API groups", missing_ok=True)
-        group_versions += km.preferred_group_versions(groups or {})
-        found: list[km.ApiResource] = []
+        groups = await self._call(Request("GET", "/apis"), "discovering the API groups", missing_ok=True)
+        group_versions += preferred_group_versions(groups or {})
+        found: list[ApiResource] = []
         for resources in await asyncio.gather(*(self._discover(gv) for gv in group_versions)):
             found.extend(
                 r
@@ -435,7 +459,7 @@ class KubernetesDriver:
             await asyncio.gather(
                 *(
                     self._call(
-                        km.get_request(item.resource, item.name, item.namespace),
+                        get_request(item.resource, item.name, item.namespace),
                         f"reading {item.label}",
                         missing_ok=True,
                     )
@@ -449,10 +473,10 @@ class KubernetesDriver:
         serve, or an object without the instance's labels, fails (apply); otherwise it is skipped
         (destroy, observe: what cannot exist is not there)."""
         problems: list[str] = []
-        prepared: list[tuple[dict[str, Any], km.ApiResource]] = []
+        prepared: list[tuple[dict[str, Any], ApiResource]] = []
         for manifest in plan.manifests:
             api_version, kind = str(manifest.get("apiVersion", "")), str(manifest.get("kind", ""))
-            problem = km.label_problem(manifest, plan.instance_id, plan.owner_label)
+            problem = label_problem(manifest, plan.instance_id, plan.owner_label)
             if problem is not None and strict:
                 problems.append(problem)
                 continue
@@ -460,16 +484,16 @@ class KubernetesDriver:
             if resource is None:
                 if strict:
                     problems.append(
-                        f"{km.describe(manifest)}: the cluster does not serve kind {kind} of {api_version} "
+                        f"{describe(manifest)}: the cluster does not serve kind {kind} of {api_version} "
                         "(is its CustomResourceDefinition installed?)"
                     )
                 continue
-            obj = km.with_namespace(manifest, plan.namespace, resource.namespaced)
-            prepared.append((km.stamp_pod_templates(obj, plan.instance_id, plan.owner_label), resource))
+            obj = with_namespace(manifest, plan.namespace, resource.namespaced)
+            prepared.append((stamp_pod_templates(obj, plan.instance_id, plan.owner_label), resource))
         if problems:
             raise PermanentError("; ".join(problems))
-        by_key = {km.object_key(obj): resource for obj, resource in prepared}
-        return [_Item(obj, by_key[km.object_key(obj)]) for obj in km.apply_order(obj for obj, _ in prepared)]
+        by_key = {object_key(obj): resource for obj, resource in prepared}
+        return [_Item(obj, by_key[object_key(obj)]) for obj in apply_order(obj for obj, _ in prepared)]
 
     # ---------------------------------------------------------------------------------- check
 
@@ -477,12 +501,12 @@ class KubernetesDriver:
         """The API server's version and its nodes (allocatable CPU and memory, GPUs per extended
         resource as the nodes report them, GPU model). Raises DriverError saying what is wrong:
         unreachable, credentials refused, or which permission (RBAC) is missing."""
-        version = await self._get(km.Request("GET", "/version"), "reading the API server's version")
+        version = await self._get(Request("GET", "/version"), "reading the API server's version")
         nodes, _ = await self._list(NODES, None, None, "listing the nodes (the driver needs list on nodes)")
         server = str(version.get("gitVersion") or f"v{version.get('major', '?')}.{version.get('minor', '?')}")
         return ClusterInfo(
             server_version=server,
-            nodes=tuple(sorted((km.node_info(node) for node in nodes), key=lambda n: n.name)),
+            nodes=tuple(sorted((node_info(node) for node in nodes), key=lambda n: n.name)),
         )
 
     # ---------------------------------------------------------------------------------- apply
@@ -493,7 +517,7 @@ class KubernetesDriver:
         items = await self._items(plan, strict=True)
         await report(f"Applying {_plural(len(items), 'object')}")
         for item in items:
-            request = km.apply_request(
+            request = apply_request(
                 item.manifest, item.resource, field_manager=self.field_manager, force=True
             )
             applied = await self._get(request, f"applying {item.label}")
@@ -517,7 +541,7 @@ class KubernetesDriver:
     async def _wait_ready(
         self, plan: Plan, items: Sequence[_Item], deadline: float, report: Progress
     ) -> None:
-        waited = [item for item in items if item.kind in km.WAITED_KINDS]
+        waited = [item for item in items if item.kind in WAITED_KINDS]
         makers = [item for item in items if item.kind in _POD_MAKERS]
         makes_pods = bool(makers)
         # Every controller scaled to zero (a stopped service): ready once its pods are gone.
@@ -544,7 +568,7 @@ class KubernetesDriver:
                 first_consumer = False
                 if item.kind == "PersistentVolumeClaim" and (obj.get("status") or {}).get("phase") != "Bound":
                     first_consumer = await self._binds_on_first_consumer(obj, storage_classes)
-                state = km.readiness(obj, wait_for_first_consumer=first_consumer)
+                state = readiness(obj, wait_for_first_consumer=first_consumer)
                 if state.failed:
                     raise PermanentError(state.message or f"{item.label} failed")
                 if not state.ready:
@@ -583,8 +607,8 @@ class KubernetesDriver:
                     REPLICASETS, namespace, selector, f"listing the replicasets of {namespace}"
                 )
             names.extend(str((pod.get("metadata") or {}).get("name")) for pod in pods)
-            for pod in km.current_pods(pods, replicasets, deployments):
-                problem = km.pod_problem(pod) if km.counts(pod) else None
+            for pod in current_pods(pods, replicasets, deployments):
+                problem = pod_problem(pod) if counts(pod) else None
                 if problem is not None:
                     raise PermanentError(problem)
         return names
@@ -598,7 +622,7 @@ class KubernetesDriver:
         if name not in cache:
             try:
                 storage_class = await self._call(
-                    km.get_request(STORAGE_CLASSES, str(name), None),
+                    get_request(STORAGE_CLASSES, str(name), None),
                     f"reading storageclass {name}",
                     missing_ok=True,
                 )
@@ -634,7 +658,7 @@ class KubernetesDriver:
     async def _delete(self, item: _Item) -> None:
         try:
             await self._call(
-                km.delete_request(item.resource, item.name, item.namespace),
+                delete_request(item.resource, item.name, item.namespace),
                 f"deleting {item.label}",
                 missing_ok=True,
             )
@@ -648,7 +672,7 @@ class KubernetesDriver:
         be listed and deleted), but those already being deleted."""
         selector = f"{plan.owner_label}={plan.instance_id}"
 
-        async def listed(resource: km.ApiResource, namespace: str) -> list[dict[str, Any]]:
+        async def listed(resource: ApiResource, namespace: str) -> list[dict[str, Any]]:
             try:
                 objects, _ = await self._list(
                     resource, namespace, selector, f"listing the {resource.plural} of {namespace}"
@@ -715,7 +739,7 @@ class KubernetesDriver:
             first_consumer = False
             if item.kind == "PersistentVolumeClaim" and (obj.get("status") or {}).get("phase") != "Bound":
                 first_consumer = await self._binds_on_first_consumer(obj, storage_classes)
-            state = km.readiness(obj, wait_for_first_consumer=first_consumer)
+            state = readiness(obj, wait_for_first_consumer=first_consumer)
             if state.failed:
                 problems.append(state.message or item.label)
             elif not state.ready:
@@ -730,7 +754,7 @@ class KubernetesDriver:
                     f"listing the pods of {namespace}",
                 )
                 pods.extend(listed)
-            health = km.instance_health(pods)
+            health = instance_health(pods)
             if health is not None and health.phase == Phase.FAILED and health.message not in problems:
                 problems.append(str(health.message))
         if problems:
@@ -749,8 +773,8 @@ class KubernetesDriver:
         growing pause; a permanent one (credentials, RBAC: it needs list and watch on pods in every
         namespace) is raised. An exception of `on_change` is logged and the change is reported
         again at the instance's next change."""
-        tracker = km.DriftTracker()
-        selector = f"{MANAGED_BY}={km.MANAGER_VALUE}"
+        tracker = DriftTracker()
+        selector = f"{MANAGED_BY}={MANAGER_VALUE}"
         # Its own thread: a watch holds one for as long as it lasts.
         executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="gpupaas-k8s-watch"
@@ -786,7 +810,7 @@ class KubernetesDriver:
             executor.shutdown(wait=False, cancel_futures=True)
 
     async def _notify(
-        self, tracker: km.DriftTracker, changes: Sequence[tuple[Owner, Observed]], on_change: OnDrift
+        self, tracker: DriftTracker, changes: Sequence[tuple[Owner, Observed]], on_change: OnDrift
     ) -> None:
         for owner, observed in changes:
             try:
@@ -803,7 +827,7 @@ class KubernetesDriver:
         executor: concurrent.futures.Executor,
         selector: str,
         version: str,
-        tracker: km.DriftTracker,
+        tracker: DriftTracker,
         on_change: OnDrift,
         stop: asyncio.Event,
     ) -> str | None:
@@ -811,7 +835,7 @@ class KubernetesDriver:
         event or bookmark) when the server ended it, or `stop` was set; None when the pods must be
         listed again: 410 Gone (that resourceVersion is no longer in the server's history) or the
         connection broke (events may have been lost with it)."""
-        request = km.watch_request(
+        request = watch_request(
             PODS, None, label_selector=selector, resource_version=version, timeout_seconds=_WATCH_SECONDS
         )
         loop = asyncio.get_running_loop()
@@ -849,7 +873,7 @@ class KubernetesDriver:
                 if event_type == "ERROR":
                     if obj.get("code") == 410:
                         return None  # Gone: the resourceVersion was compacted away
-                    raise TemporaryError(f"the pod watch failed: {km.status_text(json.dumps(obj))}")
+                    raise TemporaryError(f"the pod watch failed: {status_text(json.dumps(obj))}")
                 new_version = (obj.get("metadata") or {}).get("resourceVersion")
                 if new_version:
                     version = str(new_version)
@@ -864,7 +888,7 @@ class KubernetesDriver:
         if isinstance(error, _HttpError):
             if error.status == 410:
                 return
-            raise km.api_error(error.status, error.body, "watching the pods gpupaas manages")
+            raise api_error(error.status, error.body, "watching the pods gpupaas manages")
         if isinstance(error, _Unreachable):
             if error.permanent:
                 raise PermanentError(
@@ -877,9 +901,7 @@ class KubernetesDriver:
             return
         raise error
 
-    def _stream(
-        self, request: km.Request, stream: _Stream, on_event: Callable[[dict[str, Any]], None]
-    ) -> None:
+    def _stream(self, request: Request, stream: _Stream, on_event: Callable[[dict[str, Any]], None]) -> None:
         """Reads one watch in this (worker) thread, one JSON event per line, until it ends."""
         response = self._open(request, (self.request_timeout, _WATCH_SECONDS + self.request_timeout))
         raw = response.response
