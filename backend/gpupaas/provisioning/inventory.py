@@ -34,7 +34,7 @@ import yaml
 
 from gpupaas.core.quantities import parse_quantity
 from gpupaas.core.validation import dns_label
-from gpupaas.provisioning.yaml_values import type_name
+from gpupaas.provisioning.wording import type_name
 
 __all__ = [
     "DEFAULT_INVENTORY",

@@ -110,6 +110,7 @@ from gpupaas.provisioning.drivers.k8s_manifests.readiness import WAITED_KINDS, r
 from gpupaas.provisioning.plan import MANAGED_BY, PermanentError, Plan, TemporaryError
 from gpupaas.provisioning.render.problems import TemplateError
 from gpupaas.provisioning.render.rendering import render_outputs
+from gpupaas.provisioning.wording import plural
 
 __all__ = ["ClusterConnection", "KubernetesDriver"]
 
@@ -135,10 +136,6 @@ _MAX_BACKOFF = 30.0
 
 async def _silent(message: str) -> None:
     return None
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 @dataclass(frozen=True)
@@ -515,7 +512,7 @@ class KubernetesDriver:
         report = progress or _silent
         deadline = time.monotonic() + self.readiness_timeout
         items = await self._items(plan, strict=True)
-        await report(f"Applying {_plural(len(items), 'object')}")
+        await report(f"Applying {plural(len(items), 'object')}")
         for item in items:
             request = apply_request(
                 item.manifest, item.resource, field_manager=self.field_manager, force=True
@@ -525,7 +522,7 @@ class KubernetesDriver:
                 raise TemporaryError(
                     f"{item.label} is still terminating (a destroy has not finished); try again later"
                 )
-        await report(f"Waiting for {_plural(len(items), 'object')} to be ready")
+        await report(f"Waiting for {plural(len(items), 'object')} to be ready")
         await self._wait_ready(plan, items, deadline, report)
         objects: list[dict[str, Any]] = []
         for item, obj in zip(items, await self._read(items), strict=True):
@@ -640,7 +637,7 @@ class KubernetesDriver:
         items = await self._items(plan, strict=False)
         namespaces = [item for item in items if item.kind == "Namespace"]
         others = [item for item in items if item.kind != "Namespace"]
-        await report(f"Deleting {_plural(len(items), 'object')}")
+        await report(f"Deleting {plural(len(items), 'object')}")
         for item in reversed(others):
             await self._delete(item)
         # What the plan does not name: an older template's objects, what controllers made. Before

@@ -108,6 +108,7 @@ from gpupaas.provisioning.plan import GPU_RESOURCE_NAMES, DriverError, Permanent
 from gpupaas.provisioning.render.problems import TemplateError
 from gpupaas.provisioning.render.rendering import render_outputs
 from gpupaas.provisioning.render.schema import validate_manifest
+from gpupaas.provisioning.wording import plural
 
 __all__ = [
     "FAIL_ANNOTATION",
@@ -145,10 +146,6 @@ def _memory_text(size: int) -> str:
         if size >= unit and size % unit == 0:
             return f"{size // unit}{suffix}"
     return str(size)
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def _path_text(path: Sequence[str | int]) -> str:
@@ -700,7 +697,7 @@ class SimulatedDriver:
                     f"simulated temporary failure {row.apply_attempts} of {failures.times}: the API server "
                     f'did not answer in time (annotation {FAIL_TIMES_ANNOTATION}: "{failures.times}")'
                 )
-            await self._phase(report, f"Applying {_plural(len(manifests), 'object')}")
+            await self._phase(report, f"Applying {plural(len(manifests), 'object')}")
             applied = await self._store(plan, manifests)
             quota = next((obj for obj in applied if obj.get("kind") == "ResourceQuota"), None)
             if plan.within is not None and replicas == 0:
@@ -714,7 +711,7 @@ class SimulatedDriver:
                     report,
                     f"Waiting for quota {quota['metadata']['name']}"
                     if quota is not None
-                    else f"Waiting for {_plural(len(applied), 'object')} to be ready",
+                    else f"Waiting for {plural(len(applied), 'object')} to be ready",
                 )
             if failures.apply:
                 raise PermanentError(
@@ -894,7 +891,7 @@ class SimulatedDriver:
             row.manifests = manifests
             row.objects = applied
             row.node_ports = server.ports
-            row.message = f"Waiting for {_plural(len(applied), 'object')} to be ready"
+            row.message = f"Waiting for {plural(len(applied), 'object')} to be ready"
             await row.save(
                 using_db=conn, update_fields=["manifests", "objects", "node_ports", "message", "updated_at"]
             )
@@ -916,7 +913,7 @@ class SimulatedDriver:
         if row is None:
             await report(f"Nothing to delete: namespace {plan.namespace} does not exist")
             return
-        deleting = f"Deleting {_plural(len(row.objects), 'object')}"
+        deleting = f"Deleting {plural(len(row.objects), 'object')}"
         await self._set_phase(plan.instance_id, AllocationPhase.DELETING, deleting)
         await self._phase(report, deleting)
         if plan.annotations.get(FAIL_ANNOTATION) == "destroy":
@@ -927,7 +924,7 @@ class SimulatedDriver:
             await self._set_phase(plan.instance_id, AllocationPhase.FAILED, message)
             raise PermanentError(message)
         if plan.within is not None:
-            await self._phase(report, f"Waiting for {_plural(len(row.objects), 'object')} to be deleted")
+            await self._phase(report, f"Waiting for {plural(len(row.objects), 'object')} to be deleted")
             await SimulatedAllocation.filter(instance_id=plan.instance_id).delete()
             return
         await self._phase(report, f"Waiting for namespace {row.namespace} to terminate")

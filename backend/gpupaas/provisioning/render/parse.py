@@ -17,7 +17,7 @@ import yaml
 
 from gpupaas.provisioning.render.placeholders import PLACEHOLDER
 from gpupaas.provisioning.render.problems import MAX_VALUES, Path, Problem, TemplateError, object_ref
-from gpupaas.provisioning.yaml_values import type_name
+from gpupaas.provisioning.wording import type_name
 
 __all__ = ["API_VERSION", "KIND", "load", "parse_documents"]
 

@@ -21,7 +21,7 @@ from gpupaas.core.quantities import parse_quantity
 from gpupaas.core.validation import DNS_LABEL_PATTERN, dns_label
 from gpupaas.provisioning.render.parse import API_VERSION, KIND
 from gpupaas.provisioning.render.problems import Path, did_you_mean
-from gpupaas.provisioning.yaml_values import type_name
+from gpupaas.provisioning.wording import type_name
 
 __all__ = ["manifest_problems", "validate_manifest"]
 

@@ -1,10 +1,10 @@
-"""The one wording of a YAML value's type in messages, in the schema's words and in a file's."""
+"""How messages name things: a YAML value's type (in the schema's words and in a file's), a count."""
 
 from __future__ import annotations
 
 import pytest
 
-from gpupaas.provisioning.yaml_values import type_name
+from gpupaas.provisioning.wording import plural, type_name
 
 
 @pytest.mark.parametrize(
@@ -23,3 +23,7 @@ from gpupaas.provisioning.yaml_values import type_name
 def test_type_names(value: object, schema: str, file: str) -> None:
     assert type_name(value) == schema
     assert type_name(value, null="empty", integers=False) == file
+
+
+def test_plural() -> None:
+    assert [plural(n, "object") for n in (0, 1, 2)] == ["0 objects", "1 object", "2 objects"]

@@ -1,12 +1,13 @@
-"""How a message names the type of a value read from YAML ("a string", "a mapping", "an integer").
+"""How provisioning's messages name things, so that every message names them alike: the type of a
+value read from YAML ("a string", "a mapping", "an integer") and a count of things ("3 objects").
 
-One wording for everything in provisioning that reports a value of the wrong type to a person: the
-template checks (render) and the simulated cluster's inventory file (inventory.py).
+The template checks (render), the simulated cluster's inventory file (inventory.py) and both
+drivers' progress messages use them.
 """
 
 from __future__ import annotations
 
-__all__ = ["type_name"]
+__all__ = ["plural", "type_name"]
 
 
 def type_name(value: object, *, null: str = "null", integers: bool = True) -> str:
@@ -31,3 +32,8 @@ def type_name(value: object, *, null: str = "null", integers: bool = True) -> st
     if isinstance(value, dict):
         return "a mapping"
     return type(value).__name__
+
+
+def plural(count: int, word: str) -> str:
+    """A count of things: "1 object", "3 objects" (a word whose plural takes an "s")."""
+    return f"{count} {word}{'' if count == 1 else 's'}"
