@@ -15,7 +15,7 @@ from gpupaas.events.broadcast import StatusBroadcaster
 from gpupaas.events.bus import Bus
 from gpupaas.events.relay import TOPICS, Relay
 from gpupaas.provisioning.drivers.base import Driver
-from gpupaas.provisioning.drivers.simulated_endpoints import SimulatedEndpoints
+from gpupaas.provisioning.drivers.simulated.endpoints import SimulatedEndpoints
 from gpupaas.provisioning.registry import DriverRegistry
 from gpupaas.service_instances.endpoints import wanted_endpoints
 from gpupaas.settings import Settings

@@ -22,7 +22,7 @@ from gpupaas.compute.graphql import ComputeInstanceStatusEvent
 from gpupaas.core.actor import Role
 from gpupaas.graphql import fanout
 from gpupaas.graphql.executor import ExecutionContext
-from gpupaas.provisioning.drivers.simulated import SimulatedDriver
+from gpupaas.provisioning.drivers.simulated.driver import SimulatedDriver
 from gpupaas.provisioning.inventory import DEFAULT_INVENTORY
 from gpupaas.runtime import Runtime
 from gpupaas.settings import Settings

@@ -12,7 +12,7 @@ from gpupaas.clusters.models import Cluster
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.instance_templates.models import InstanceTemplate
-from gpupaas.provisioning.drivers.simulated_endpoints import SimulatedEndpoints
+from gpupaas.provisioning.drivers.simulated.endpoints import SimulatedEndpoints
 from gpupaas.provisioning.registry import ClusterDriver
 from gpupaas.service_instances import service as instances
 from gpupaas.service_instances.endpoints import wanted_endpoints

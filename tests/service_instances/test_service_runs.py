@@ -131,7 +131,7 @@ async def test_stop_and_restart_build_their_plans(service: ServiceInstance) -> N
 
 async def test_a_start_that_a_delete_overtook_does_nothing(service: ServiceInstance) -> None:
     from gpupaas.events.memory import InProcessBus
-    from gpupaas.provisioning.drivers.simulated import SimulatedDriver
+    from gpupaas.provisioning.drivers.simulated.driver import SimulatedDriver
     from gpupaas.provisioning.inventory import DEFAULT_INVENTORY
     from gpupaas.provisioning.models import SimulatedAllocation
     from gpupaas.provisioning.registry import DriverRegistry

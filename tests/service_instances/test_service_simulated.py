@@ -11,7 +11,7 @@ from gpupaas.instance_templates.builtins import BUILTIN_INSTANCE_TEMPLATES
 from gpupaas.instance_templates.spec import resolve
 from gpupaas.provisioning.builtins import builtin_template
 from gpupaas.provisioning.drivers.base import Observed, Phase
-from gpupaas.provisioning.drivers.simulated import SimulatedDriver
+from gpupaas.provisioning.drivers.simulated.driver import SimulatedDriver
 from gpupaas.provisioning.inventory import DEFAULT_INVENTORY
 from gpupaas.provisioning.models import SimulatedAllocation
 from gpupaas.provisioning.plan import PermanentError, Plan, build_plan

@@ -14,7 +14,7 @@ import pytest
 
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.compute.states import DeploymentStatus
-from gpupaas.provisioning.drivers.simulated import SimulatedDriver
+from gpupaas.provisioning.drivers.simulated.driver import SimulatedDriver
 from gpupaas.provisioning.inventory import DEFAULT_INVENTORY
 from gpupaas.runtime import Runtime
 from gpupaas.settings import Settings

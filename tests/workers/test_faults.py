@@ -19,7 +19,7 @@ import pytest
 
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.events.models import OutboxMessage
-from gpupaas.provisioning.drivers.simulated import SimulatedDriver
+from gpupaas.provisioning.drivers.simulated.driver import SimulatedDriver
 from gpupaas.provisioning.inventory import DEFAULT_INVENTORY
 from gpupaas.provisioning.models import SimulatedAllocation
 from gpupaas.runs.models import DeploymentRun

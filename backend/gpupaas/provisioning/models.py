@@ -1,4 +1,4 @@
-"""The state of the simulated cluster (drivers/simulated.py), kept in the database so that a restart
+"""The state of the simulated cluster (drivers/simulated/state.py), kept in the database so that a restart
 of `gpupaas serve` or of a worker keeps what was deployed.
 
 One `SimulatedAllocation` row per instance that holds capacity and objects (its instance id is

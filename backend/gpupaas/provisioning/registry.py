@@ -71,7 +71,7 @@ class DriverRegistry:
     @property
     def simulated(self) -> Driver:
         if self._simulated is None:
-            from gpupaas.provisioning.drivers.simulated import SimulatedDriver
+            from gpupaas.provisioning.drivers.simulated.driver import SimulatedDriver
             from gpupaas.provisioning.inventory import DEFAULT_INVENTORY, load_inventory
 
             path = self.settings.simulated_inventory

@@ -1,5 +1,5 @@
 """What should answer at simulated services' Connect links (the simulated driver's endpoints,
-provisioning/drivers/simulated_endpoints.py, serve it): for every RUNNING service instance of a
+provisioning/drivers/simulated/endpoints.py, serve it): for every RUNNING service instance of a
 SIMULATED cluster, each web port's node port, with the access params its link carries. A stopped
 service's endpoint closes; starting it again opens it with the same token."""
 
@@ -9,7 +9,7 @@ import uuid
 
 from gpupaas.clusters.models import Cluster
 from gpupaas.core import crypto
-from gpupaas.provisioning.drivers.simulated_endpoints import Endpoint
+from gpupaas.provisioning.drivers.simulated.endpoints import Endpoint
 from gpupaas.provisioning.registry import ClusterDriver
 from gpupaas.service_instances.connect import is_web_port
 from gpupaas.service_instances.models import ServiceInstance

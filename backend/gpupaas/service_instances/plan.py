@@ -17,7 +17,7 @@ Outputs: `nodePort.<port name>` for each port, read from the Service as the clus
 
 Failure injection for the simulated cluster (tests and demos): the compute instance's annotation
 `simulated.gpupaas.io/service-fail` (or `service-fail-times`) becomes `simulated.gpupaas.io/fail`
-(`fail-times`) on its services' plans; see drivers/simulated.py.
+(`fail-times`) on its services' plans; see drivers/simulated/failures.py.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpupaas.provisioning.drivers.simulated_endpoints import Endpoint
+from gpupaas.provisioning.drivers.simulated.endpoints import Endpoint
 
 
 def test_the_access_params_decide_the_answer() -> None:

@@ -1,0 +1,198 @@
+"""The simulated cluster's state in the database (the tables of provisioning/models.py), and the
+transactions that change it.
+
+One `SimulatedAllocation` row per instance (keyed by instance id, so that a repeated or redelivered
+apply, or one that runs again after its worker died, finds the row and creates nothing twice), and
+one `SimulatedCluster` row. Admission happens in one transaction that first locks the cluster row
+(`SELECT ... FOR UPDATE` on PostgreSQL; on SQLite the single writer serializes it), so that two
+workers can never both take the last free GPUs. A new driver over the same database (a restart)
+sees everything.
+
+Applying again with the same resources keeps the allocation as it is; with other resources the
+instance is admitted again as if it had released what it holds, preferring the nodes it already
+uses, and keeps the old allocation when the new one does not fit.
+
+GPU service instances (a plan with `within`, service_instances/plan.py) hold no capacity of their
+own: they run in their compute instance's namespace, whose row must exist ("its compute instance is
+not deployed" otherwise), and their GPUs count against its quota as a ResourceQuota would
+("exceeded quota: compute, requested: requests.nvidia.com/gpu=1, used: ..., limited: ..."). A
+service scaled to zero (stopped) holds no GPUs and keeps its objects and node ports.
+"""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime
+from typing import Any
+
+from tortoise.backends.base.client import BaseDBAsyncClient
+from tortoise.transactions import in_transaction
+
+from gpupaas.provisioning.drivers.simulated.admission import Request, Usage, admit
+from gpupaas.provisioning.drivers.simulated.server import Server, object_key
+from gpupaas.provisioning.inventory import Inventory
+from gpupaas.provisioning.models import AllocationPhase, SimulatedAllocation, SimulatedCluster
+from gpupaas.provisioning.plan import PermanentError, Plan, TemporaryError
+from gpupaas.provisioning.wording import plural
+
+__all__ = ["CLUSTER", "WITHIN", "admit_instance", "admit_within", "set_phase", "store"]
+
+
+# The one row of SimulatedCluster: its lock serializes admission, and it counts resourceVersions.
+CLUSTER = "default"
+# The allocation type of a service instance's row: it holds no capacity, only its compute
+# instance's quota.
+WITHIN = "WITHIN"
+
+
+async def _lock(conn: BaseDBAsyncClient) -> SimulatedCluster:
+    """The cluster row, locked until the transaction of `conn` ends (on PostgreSQL)."""
+    cluster = await SimulatedCluster.select_for_update().using_db(conn).get_or_none(name=CLUSTER)
+    if cluster is None:  # created just before; only someone deleting it gets here
+        raise TemporaryError("the simulated cluster's state is being reset; try again")
+    return cluster
+
+
+async def admit_instance(
+    inventory: Inventory, plan: Plan, request: Request
+) -> tuple[SimulatedAllocation, str]:
+    """The instance's row, admitted (or kept as it was), and what it holds, in words."""
+    # Outside the transaction: on PostgreSQL a failed insert would abort it.
+    await SimulatedCluster.get_or_create(name=CLUSTER)
+    async with in_transaction() as conn:
+        await _lock(conn)
+        row = await SimulatedAllocation.filter(instance_id=plan.instance_id).using_db(conn).first()
+        if row is None or not request.same_as(row):
+            others = (
+                await SimulatedAllocation.exclude(instance_id=plan.instance_id)
+                .using_db(conn)
+                .values("instance_id", "namespace", "nodes", "shares")
+            )
+            held = frozenset(row.nodes) | {s["node"] for s in row.shares} if row else frozenset()
+            nodes, shares = admit(inventory, Usage.of(inventory, others), request, held)
+        else:
+            nodes, shares = row.nodes, row.shares
+        values: dict[str, Any] = {
+            "namespace": plan.namespace,
+            "allocation_type": request.allocation,
+            "nodes": nodes,
+            "shares": shares,
+            "gpu_vendor": request.vendor,
+            "gpu_model": request.model,
+            "gpu_count": request.gpus,
+            "cpu_millicores": request.cpu,
+            "memory_bytes": request.memory,
+            "phase": AllocationPhase.PROGRESSING,
+            "message": f"Creating namespace {plan.namespace}",
+        }
+        if row is None:
+            row = await SimulatedAllocation.create(
+                using_db=conn, instance_id=plan.instance_id, apply_attempts=1, **values
+            )
+        else:
+            row.update_from_dict({**values, "apply_attempts": row.apply_attempts + 1})
+            await row.save(using_db=conn)
+    if nodes:
+        return row, f"Reserved {'node' if len(nodes) == 1 else 'nodes'} {', '.join(nodes)}"
+    return row, "Scheduled on " + ", ".join(share["node"] for share in shares)
+
+
+async def admit_within(plan: Plan, request: Request, replicas: int) -> tuple[SimulatedAllocation, str]:
+    """A service instance's row: no capacity of its own, but its GPUs must fit the quota of the
+    compute instance it runs in (what the namespace's ResourceQuota does on a real cluster)."""
+    await SimulatedCluster.get_or_create(name=CLUSTER)
+    gpus = request.gpus if replicas else 0
+    async with in_transaction() as conn:
+        await _lock(conn)
+        parent = await SimulatedAllocation.filter(instance_id=plan.within).using_db(conn).first()
+        if parent is None or parent.namespace != plan.namespace:
+            raise PermanentError(
+                f"namespace {plan.namespace} does not exist: its compute instance is not deployed"
+            )
+        if gpus:
+            counts: list[Any] = (
+                await SimulatedAllocation.filter(
+                    namespace=plan.namespace, allocation_type=WITHIN, gpu_count__gt=0
+                )
+                .exclude(instance_id=plan.instance_id)
+                .using_db(conn)
+                .values_list("gpu_count", flat=True)
+            )
+            used = sum(int(count) for count in counts)
+            limit = parent.gpu_count if parent.gpu_vendor == request.vendor else 0
+            if used + gpus > limit:
+                raise PermanentError(
+                    f'pods "{plan.instance_name}" is forbidden: exceeded quota: compute, requested: '
+                    f"requests.{request.resource_name}={gpus}, used: requests.{request.resource_name}="
+                    f"{used}, limited: requests.{request.resource_name}={limit}"
+                )
+        row = await SimulatedAllocation.filter(instance_id=plan.instance_id).using_db(conn).first()
+        values: dict[str, Any] = {
+            "namespace": plan.namespace,
+            "allocation_type": WITHIN,
+            "nodes": [],
+            "shares": [],
+            "gpu_vendor": request.vendor,
+            "gpu_model": None,
+            "gpu_count": gpus,
+            "cpu_millicores": request.cpu if replicas else 0,
+            "memory_bytes": request.memory if replicas else 0,
+            "phase": AllocationPhase.PROGRESSING,
+            "message": f"Scheduling {plan.instance_name}",
+        }
+        if row is None:
+            row = await SimulatedAllocation.create(
+                using_db=conn, instance_id=plan.instance_id, apply_attempts=1, **values
+            )
+        else:
+            row.update_from_dict({**values, "apply_attempts": row.apply_attempts + 1})
+            await row.save(using_db=conn)
+    if not replicas:
+        return row, f"Scaling {plan.instance_name} to 0 replicas"
+    where = ", ".join([*parent.nodes, *(share["node"] for share in parent.shares)]) or "its nodes"
+    return row, f"Scheduled {plan.instance_name} on {where}"
+
+
+async def store(plan: Plan, manifests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Applies the manifests to the instance's row; the objects as the server holds them."""
+    async with in_transaction() as conn:
+        cluster = await _lock(conn)
+        row = await SimulatedAllocation.filter(instance_id=plan.instance_id).using_db(conn).first()
+        if row is None:
+            raise TemporaryError("the instance was destroyed while it was being applied; try again")
+        taken = await (
+            SimulatedAllocation.exclude(instance_id=plan.instance_id)
+            .using_db(conn)
+            .values_list("node_ports", flat=True)
+        )
+        server = Server(
+            instance_id=plan.instance_id,
+            resource_version=cluster.resource_version,
+            taken_ports={int(port) for ports in taken for port in (ports or [])},
+        )
+        old_objects = {object_key(obj): obj for obj in row.objects}
+        old_manifests = {object_key(manifest): manifest for manifest in row.manifests}
+        applied: list[dict[str, Any]] = []
+        for manifest in manifests:
+            key = object_key(manifest)
+            obj = copy.deepcopy(manifest)
+            server.fill(obj, old_objects.get(key), changed=old_manifests.get(key) != manifest)
+            applied.append(obj)
+        row.manifests = manifests
+        row.objects = applied
+        row.node_ports = server.ports
+        row.message = f"Waiting for {plural(len(applied), 'object')} to be ready"
+        await row.save(
+            using_db=conn, update_fields=["manifests", "objects", "node_ports", "message", "updated_at"]
+        )
+        if server.resource_version != cluster.resource_version:
+            cluster.resource_version = server.resource_version
+            await cluster.save(using_db=conn, update_fields=["resource_version", "updated_at"])
+    return applied
+
+
+async def set_phase(instance_id: str, phase: AllocationPhase, message: str | None) -> None:
+    """Records the phase an apply or destroy reached (what observe reports)."""
+    await SimulatedAllocation.filter(instance_id=instance_id).update(
+        phase=phase, message=message, updated_at=datetime.now(UTC)
+    )
