@@ -16,7 +16,8 @@ from gpupaas.instance_templates.builtins import builtin_instance_template
 from gpupaas.instance_templates.spec import resolve
 from gpupaas.provisioning.builtins import builtin_template
 from gpupaas.provisioning.drivers.base import Observed, Owner, Phase
-from gpupaas.provisioning.drivers.kubernetes import ClusterConnection, KubernetesDriver
+from gpupaas.provisioning.drivers.kubernetes.connection import ClusterConnection
+from gpupaas.provisioning.drivers.kubernetes.driver import KubernetesDriver
 from gpupaas.provisioning.plan import SERVICE_LABEL, PermanentError, Plan, build_plan, namespace_for
 from gpupaas.provisioning.render.schema import validate_manifest
 from gpupaas.service_instances.plan import build_service_plan

@@ -88,7 +88,8 @@ class DriverRegistry:
             return cached[1]
         if cached is not None:  # the cluster was edited: its old client goes
             self._retired.append(cached[1])
-        from gpupaas.provisioning.drivers.kubernetes import ClusterConnection, KubernetesDriver
+        from gpupaas.provisioning.drivers.kubernetes.connection import ClusterConnection
+        from gpupaas.provisioning.drivers.kubernetes.driver import KubernetesDriver
 
         kubeconfig = (
             crypto.decrypt(self.settings.secret_key, target.kubeconfig_encrypted)

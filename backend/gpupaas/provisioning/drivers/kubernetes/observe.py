@@ -1,0 +1,72 @@
+"""What the cluster holds of a plan now: ABSENT when none of the plan's objects exist; FAILED with
+the reason when an object or a pod of the instance failed; PROGRESSING with what it waits for;
+READY.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpupaas.provisioning.drivers.base import Observed, Phase
+from gpupaas.provisioning.drivers.k8s_manifests.drift import instance_health
+from gpupaas.provisioning.drivers.k8s_manifests.readiness import readiness
+from gpupaas.provisioning.drivers.kubernetes.api import PODS, KubeApi
+from gpupaas.provisioning.drivers.kubernetes.items import (
+    POD_MAKERS,
+    Item,
+    binds_on_first_consumer,
+    plan_items,
+    read,
+)
+from gpupaas.provisioning.plan import Plan
+
+__all__ = ["observe_plan"]
+
+
+async def observe_plan(api: KubeApi, plan: Plan) -> Observed:
+    """What the cluster holds of the plan now; see the module's docstring."""
+    items = await plan_items(api, plan, strict=False)
+    found: list[tuple[Item, dict[str, Any]]] = []
+    missing: list[str] = []
+    for item, obj in zip(items, await read(api, items), strict=True):
+        if obj is None:
+            missing.append(item.label)
+        else:
+            found.append((item, obj))
+    if not found:
+        return Observed(Phase.ABSENT)
+    problems: list[str] = []
+    waiting: list[str] = []
+    storage_classes: dict[str, bool] = {}
+    for item, obj in found:
+        if (obj.get("metadata") or {}).get("deletionTimestamp"):
+            waiting.append(f"{item.label} is being deleted")
+            continue
+        first_consumer = False
+        if item.kind == "PersistentVolumeClaim" and (obj.get("status") or {}).get("phase") != "Bound":
+            first_consumer = await binds_on_first_consumer(api, obj, storage_classes)
+        state = readiness(obj, wait_for_first_consumer=first_consumer)
+        if state.failed:
+            problems.append(state.message or item.label)
+        elif not state.ready:
+            waiting.append(state.message or item.label)
+    if any(item.kind in POD_MAKERS or item.kind == "Pod" for item in items):
+        pods: list[dict[str, Any]] = []
+        for namespace in sorted({item.namespace for item, _ in found if item.namespace}):
+            listed, _ = await api.list_objects(
+                PODS,
+                namespace,
+                f"{plan.owner_label}={plan.instance_id}",
+                f"listing the pods of {namespace}",
+            )
+            pods.extend(listed)
+        health = instance_health(pods)
+        if health is not None and health.phase == Phase.FAILED and health.message not in problems:
+            problems.append(str(health.message))
+    if problems:
+        return Observed(Phase.FAILED, "; ".join(dict.fromkeys(problems)))
+    if missing:
+        return Observed(Phase.PROGRESSING, f"missing: {', '.join(missing)}")
+    if waiting:
+        return Observed(Phase.PROGRESSING, waiting[0])
+    return Observed(Phase.READY)

@@ -1,0 +1,91 @@
+"""The drift watch against the fake API server: failures, recoveries, dropped and compacted watches."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from gpupaas.provisioning.drivers.base import Observed, Owner, Phase
+from gpupaas.provisioning.drivers.kubernetes.driver import KubernetesDriver
+from gpupaas.provisioning.plan import INSTANCE_LABEL
+from tests.fake_kube import FakeKube
+from tests.provisioning.drivers.kubernetes.clusters import first_pod, notebook_plan, ns
+
+
+class Changes:
+    """What watch_drift reported, to wait for."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[tuple[str, Observed]] = asyncio.Queue()
+
+    async def __call__(self, owner: Owner, observed: Observed) -> None:
+        assert owner.label == INSTANCE_LABEL  # a compute instance's pods
+        await self.queue.put((owner.id, observed))
+
+    async def next(self) -> tuple[str, Phase, str | None]:
+        instance, observed = await asyncio.wait_for(self.queue.get(), timeout=5)
+        return instance, observed.phase, observed.message
+
+
+def pod_lists(fake: FakeKube) -> int:
+    """How many times the pods were listed (not watched) across namespaces."""
+    return sum(1 for r in fake.requests if r.path == "/api/v1/pods" and r.query.get("watch") != "true")
+
+
+async def test_drift_reports_a_failed_pod_and_its_recovery_across_dropped_and_compacted_watches(
+    fake: FakeKube, driver: KubernetesDriver
+) -> None:
+    plan = notebook_plan()
+    await driver.apply(plan)
+    pod = await first_pod(fake, ns("nb"))
+    changes = Changes()
+    stop = asyncio.Event()
+    watch = asyncio.create_task(driver.watch_drift(changes, stop=stop))
+    try:
+        await asyncio.to_thread(fake.wait_for, lambda: pod_lists(fake) == 1)
+        oom = f"pod {pod}: OOMKilled (container main exited with code 137; CrashLoopBackOff)"
+
+        # a pod that dies turns the instance FAILED with the reason; its recovery READY
+        fake.fail_pod(ns("nb"), pod, "OOMKilled")
+        assert await changes.next() == (plan.instance_id, Phase.FAILED, oom)
+        fake.recover_pod(ns("nb"), pod)
+        assert await changes.next() == (plan.instance_id, Phase.READY, None)
+
+        # the watch is cut (an API server restart): it goes on from its resourceVersion
+        assert fake.drop_watches() == 1
+        fake.fail_pod(ns("nb"), pod, "OOMKilled")
+        assert await changes.next() == (plan.instance_id, Phase.FAILED, oom)
+        fake.recover_pod(ns("nb"), pod)
+        assert await changes.next() == (plan.instance_id, Phase.READY, None)
+        assert pod_lists(fake) == 1
+
+        # the history is compacted while the watch is cut: 410 Gone, so it lists again
+        fake.compact()
+        fake.drop_watches()
+        fake.fail_pod(ns("nb"), pod, "Error", exit_code=2)
+        assert await changes.next() == (
+            plan.instance_id,
+            Phase.FAILED,
+            f"pod {pod}: Error (container main exited with code 2; CrashLoopBackOff)",
+        )
+        assert pod_lists(fake) == 2
+    finally:
+        stop.set()
+        await asyncio.wait_for(watch, timeout=5)
+    assert changes.queue.empty()
+
+
+async def test_a_drift_watch_stops_when_asked_and_when_cancelled(driver: KubernetesDriver) -> None:
+    stop = asyncio.Event()
+    watch = asyncio.create_task(driver.watch_drift(Changes(), stop=stop))
+    await asyncio.sleep(0.2)
+
+    stop.set()
+    await asyncio.wait_for(watch, timeout=2)
+
+    other = asyncio.create_task(driver.watch_drift(Changes(), stop=asyncio.Event()))
+    await asyncio.sleep(0.2)
+    other.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(other, timeout=2)
