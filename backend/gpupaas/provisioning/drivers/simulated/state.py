@@ -53,6 +53,20 @@ async def _lock(conn: BaseDBAsyncClient) -> SimulatedCluster:
     return cluster
 
 
+async def _record_attempt(
+    conn: BaseDBAsyncClient, instance_id: str, row: SimulatedAllocation | None, values: dict[str, Any]
+) -> SimulatedAllocation:
+    """The instance's row with `values`, created or updated, counting one more apply attempt (the
+    count fail-times reads)."""
+    if row is None:
+        return await SimulatedAllocation.create(
+            using_db=conn, instance_id=instance_id, apply_attempts=1, **values
+        )
+    row.update_from_dict({**values, "apply_attempts": row.apply_attempts + 1})
+    await row.save(using_db=conn)
+    return row
+
+
 async def admit_instance(
     inventory: Inventory, plan: Plan, request: Request
 ) -> tuple[SimulatedAllocation, str]:
@@ -85,13 +99,7 @@ async def admit_instance(
             "phase": AllocationPhase.PROGRESSING,
             "message": f"Creating namespace {plan.namespace}",
         }
-        if row is None:
-            row = await SimulatedAllocation.create(
-                using_db=conn, instance_id=plan.instance_id, apply_attempts=1, **values
-            )
-        else:
-            row.update_from_dict({**values, "apply_attempts": row.apply_attempts + 1})
-            await row.save(using_db=conn)
+        row = await _record_attempt(conn, plan.instance_id, row, values)
     if nodes:
         return row, f"Reserved {'node' if len(nodes) == 1 else 'nodes'} {', '.join(nodes)}"
     return row, "Scheduled on " + ", ".join(share["node"] for share in shares)
@@ -140,13 +148,7 @@ async def admit_within(plan: Plan, request: Request, replicas: int) -> tuple[Sim
             "phase": AllocationPhase.PROGRESSING,
             "message": f"Scheduling {plan.instance_name}",
         }
-        if row is None:
-            row = await SimulatedAllocation.create(
-                using_db=conn, instance_id=plan.instance_id, apply_attempts=1, **values
-            )
-        else:
-            row.update_from_dict({**values, "apply_attempts": row.apply_attempts + 1})
-            await row.save(using_db=conn)
+        row = await _record_attempt(conn, plan.instance_id, row, values)
     if not replicas:
         return row, f"Scaling {plan.instance_name} to 0 replicas"
     where = ", ".join([*parent.nodes, *(share["node"] for share in parent.shares)]) or "its nodes"
