@@ -3,7 +3,6 @@ validators of quantity fields (what passes, and what the message says when not).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
 
@@ -11,8 +10,7 @@ import pytest
 
 from gpupaas.core import quantities as q
 from gpupaas.core.quantities import MAX_EXPONENT, Quantity, parse_quantity, read_quantity
-
-Validator = Callable[[str], "str | None"]
+from tests.core.tables import Accepted, Rejected, table_tests
 
 # ------------------------------------------------------------------------------------------ parser
 
@@ -166,7 +164,7 @@ def test_the_bound_is_the_callers() -> None:
 
 # -------------------------------------------------------------------------------- field validators
 
-VALID: list[tuple[Validator, str]] = [
+VALID: Accepted = [
     *[
         (q.quantity, s)
         for s in [
@@ -191,12 +189,7 @@ VALID: list[tuple[Validator, str]] = [
 ]
 
 
-@pytest.mark.parametrize(("validator", "value"), VALID, ids=[f"{f.__name__}-{s[:40]!r}" for f, s in VALID])
-def test_valid(validator: Validator, value: str) -> None:
-    assert validator(value) is None
-
-
-INVALID: list[tuple[Validator, str, tuple[str, ...]]] = [
+INVALID: Rejected = [
     (q.quantity, "", ("must not be empty", '"500m"')),
     (q.quantity, "-1", ("must not be negative",)),
     (q.quantity, "-0", ('must not start with "-"',)),
@@ -233,26 +226,7 @@ INVALID: list[tuple[Validator, str, tuple[str, ...]]] = [
     (q.memory_quantity, "9Ei", ("too large",)),
 ]
 
-
-@pytest.mark.parametrize(
-    ("validator", "value", "fragments"),
-    INVALID,
-    ids=[f"{f.__name__}-{s[:40]!r}" for f, s, _ in INVALID],
-)
-def test_invalid(validator: Validator, value: str, fragments: tuple[str, ...]) -> None:
-    message = validator(value)
-    assert message is not None, f"{value!r} should be rejected"
-    for fragment in fragments:
-        assert fragment in message, f"{fragment!r} not in {message!r}"
-
-
-def test_messages_are_fragments_that_follow_a_field_name() -> None:
-    # Callers show "<field> <message>", so no message starts with a capital or ends with a period.
-    for validator, value, _ in INVALID:
-        message = validator(value)
-        assert message is not None
-        assert message[0].islower(), message
-        assert not message.endswith("."), message
+test_valid, test_invalid, test_messages_are_fragments_that_follow_a_field_name = table_tests(VALID, INVALID)
 
 
 def test_allow_zero() -> None:

@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-import pytest
-
 from gpupaas.core import validation as v
-
-Validator = Callable[[str], "str | None"]
-
-
-def _check(validator: Validator, value: str, fragments: tuple[str, ...]) -> None:
-    message = validator(value)
-    assert message is not None, f"{value!r} should be rejected"
-    for fragment in fragments:
-        assert fragment in message, f"{fragment!r} not in {message!r}"
-
+from tests.core.tables import Accepted, Rejected, table_tests
 
 HEX64 = "a" * 64
 
-VALID: list[tuple[Validator, str]] = [
+VALID: Accepted = [
     *[(v.dns_label, s) for s in ["a", "0", "my-notebook-1", "a" * 63, "a--b", "123", "x1"]],
     *[
         (v.dns_subdomain, s)
@@ -87,12 +74,7 @@ VALID: list[tuple[Validator, str]] = [
 ]
 
 
-@pytest.mark.parametrize(("validator", "value"), VALID, ids=[f"{f.__name__}-{s[:40]!r}" for f, s in VALID])
-def test_valid(validator: Validator, value: str) -> None:
-    assert validator(value) is None
-
-
-INVALID: list[tuple[Validator, str, tuple[str, ...]]] = [
+INVALID: Rejected = [
     # DNS labels
     (v.dns_label, "", ("must not be empty",)),
     (v.dns_label, "a" * 64, ("at most 63 characters", "it has 64")),
@@ -225,23 +207,7 @@ INVALID: list[tuple[Validator, str, tuple[str, ...]]] = [
     (v.env_var_name, "..x", ('start with ".."',)),
 ]
 
-
-@pytest.mark.parametrize(
-    ("validator", "value", "fragments"),
-    INVALID,
-    ids=[f"{f.__name__}-{s[:40]!r}" for f, s, _ in INVALID],
-)
-def test_invalid(validator: Validator, value: str, fragments: tuple[str, ...]) -> None:
-    _check(validator, value, fragments)
-
-
-def test_messages_are_fragments_that_follow_a_field_name() -> None:
-    # Callers show "<field> <message>", so no message starts with a capital or ends with a period.
-    for validator, value, _ in INVALID:
-        message = validator(value)
-        assert message is not None
-        assert message[0].islower(), message
-        assert not message.endswith("."), message
+test_valid, test_invalid, test_messages_are_fragments_that_follow_a_field_name = table_tests(VALID, INVALID)
 
 
 def test_http_url_without_data_images() -> None:
