@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 __all__ = [
     "ANNOTATIONS_MAX_BYTES",
+    "DNS_1035_LABEL_PATTERN",
     "DNS_LABEL_PATTERN",
     "annotation_key",
     "annotations_size",
@@ -54,6 +55,8 @@ _IMAGE_REFERENCE_MAX = 1024
 # The DNS-1123 label (RFC 1123): the form of namespaces and of most Kubernetes object names. Its one
 # definition: provisioning's template checks build the names they check from it too.
 DNS_LABEL_PATTERN = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
+# A DNS-1035 label starts with a letter (Services' names, for one); at most 63 characters too.
+DNS_1035_LABEL_PATTERN = r"[a-z](?:[-a-z0-9]*[a-z0-9])?"
 _DNS_LABEL_RE = re.compile(DNS_LABEL_PATTERN, re.ASCII)
 _NAME_PART_RE = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]", re.ASCII)
 _ENV_VAR_NAME_RE = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*", re.ASCII)

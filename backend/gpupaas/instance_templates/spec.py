@@ -82,7 +82,8 @@ _SYSTEM_DIRS = (
 _WHOLE_DIRS = ("/var", "/opt")
 
 _ACCESS_PARAM_KEY_RE = re.compile(r"[A-Za-z0-9_.-]+", re.ASCII)
-_PORT_NAME_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", re.ASCII)
+# A port name is a DNS-1123 label, with more rules after (port_name_problem).
+_PORT_NAME_RE = re.compile(validation.DNS_LABEL_PATTERN, re.ASCII)
 
 
 @dataclass(frozen=True)

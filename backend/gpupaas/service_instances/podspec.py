@@ -92,7 +92,7 @@ PULL_POLICIES: dict[str, str] = {"ALWAYS": "Always", "IF_NOT_PRESENT": "IfNotPre
 ServiceType = Literal["ClusterIP", "NodePort"]
 
 _NO_LABELS: Mapping[str, str] = MappingProxyType({})
-_DNS_1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?", re.ASCII)
+_DNS_1035_LABEL = re.compile(validation.DNS_1035_LABEL_PATTERN, re.ASCII)
 
 
 # ---------------------------------------------------------------------------------------- names

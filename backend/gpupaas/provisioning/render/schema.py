@@ -18,7 +18,7 @@ import kubernetes_validate.utils as kv_utils
 from referencing import Registry, Resource
 
 from gpupaas.core.quantities import parse_quantity
-from gpupaas.core.validation import DNS_LABEL_PATTERN, dns_label
+from gpupaas.core.validation import DNS_1035_LABEL_PATTERN, DNS_LABEL_PATTERN, dns_label
 from gpupaas.provisioning.render.parse import API_VERSION, KIND
 from gpupaas.provisioning.render.problems import Path, did_you_mean
 from gpupaas.provisioning.wording import type_name
@@ -28,7 +28,7 @@ __all__ = ["manifest_problems", "validate_manifest"]
 
 # Object names: Services' are DNS-1035 labels (they start with a letter), most others DNS-1123
 # subdomains, namespaces DNS-1123 labels (core.validation.dns_label).
-_DNS_1035_LABEL = re.compile(r"[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?")
+_DNS_1035_LABEL = re.compile(DNS_1035_LABEL_PATTERN)
 _DNS_SUBDOMAIN = re.compile(rf"{DNS_LABEL_PATTERN}(?:\.{DNS_LABEL_PATTERN})*")
 # RBAC objects are named by path segments, e.g. "system:aggregate-to-admin".
 _PATH_SEGMENT_NAMED_KINDS = frozenset({"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"})
@@ -137,7 +137,7 @@ def _name_problem(kind: str, name: object) -> str | None:
                 "and ending with a letter or digit, at most 63 characters"
             )
     elif kind == "Service":
-        if _DNS_1035_LABEL.fullmatch(name) is None:
+        if len(name) > 63 or _DNS_1035_LABEL.fullmatch(name) is None:
             return (
                 f'"{name}" is not a valid Service name: lowercase letters, digits and "-", starting '
                 "with a letter and ending with a letter or digit, at most 63 characters"
