@@ -164,7 +164,7 @@ SQL_PROFILES = (
     + _PROFILE_JOINS
     + "WHERE p.project_id = ? ORDER BY p.created_at DESC, p.id DESC LIMIT ?"
 )
-# Its own profiles and those shared with it (catalog.service.catalog).
+# Its own profiles and those shared with it (catalog.service.profiles.catalog).
 SQL_CATALOG = (
     _PROFILE_COLUMNS  # noqa: S608 - constant text; the values are parameters
     + _PROFILE_JOINS
@@ -173,7 +173,7 @@ SQL_CATALOG = (
        SELECT 1 FROM compute_profile_shares s WHERE s.profile_id = p.id AND s.project_id = ?))
 ORDER BY p.display_name, p.name"""
 )
-SENSITIVE_MASK = "********"  # catalog.service.SENSITIVE_MASK
+SENSITIVE_MASK = "********"  # catalog.service.definitions.SENSITIVE_MASK
 TOKEN_PREFIX = "gpp_"  # accounts.service.TOKEN_PREFIX
 LAST_USED_GRANULARITY = 60.0  # seconds, accounts.service._LAST_USED_GRANULARITY
 
@@ -716,8 +716,8 @@ async def seed_database(database_url: str, env: dict[str, str], args: argparse.N
     from gpupaas.accounts import service as accounts
     from gpupaas.accounts.sharing import SharingMode
     from gpupaas.bootstrap import seed
-    from gpupaas.catalog import service as catalog
     from gpupaas.catalog.models import AllocationType, VersionState
+    from gpupaas.catalog.service import profile_settings, profiles, templates
     from gpupaas.core.errors import UserErrors
     from gpupaas.core.gpus import Vendor
 
@@ -731,28 +731,28 @@ async def seed_database(database_url: str, env: dict[str, str], args: argparse.N
         _, token = await accounts.create_api_token(actor, "bench", None)
         names = [f"p{i}" for i in range(args.projects)]
         inputs = [
-            catalog.InputDefinitionIn(
+            templates.InputDefinitionIn(
                 name="team", type="STRING", required=True, pattern="^[a-z]+$", default="ml"
             ),
-            catalog.InputDefinitionIn(
+            templates.InputDefinitionIn(
                 name="size", type="STRING", options=["small", "large"], default="small"
             ),
-            catalog.InputDefinitionIn(
+            templates.InputDefinitionIn(
                 name="api_key", type="STRING", sensitive=True, description="The API key."
             ),
         ]
         outputs = [
-            catalog.OutputDefinitionIn(name="namespace", value="{{ instance.namespace }}"),
-            catalog.OutputDefinitionIn(name="team", value="team {{ inputs.team }}"),
-            catalog.OutputDefinitionIn(name="size", value="{{ inputs.size }}", description="The size."),
+            templates.OutputDefinitionIn(name="namespace", value="{{ instance.namespace }}"),
+            templates.OutputDefinitionIn(name="team", value="team {{ inputs.team }}"),
+            templates.OutputDefinitionIn(name="size", value="{{ inputs.size }}", description="The size."),
         ]
         per_project = args.profiles // args.projects
         made = 0
         for j, project in enumerate(names):
             await accounts.create_project(None, project, f"Project {j}")
         for j, project in enumerate(names):
-            template = await catalog.create_template(actor, project, "gpu-workspace", "GPU workspace", None)
-            version = await catalog.add_version(
+            template = await templates.create_template(actor, project, "gpu-workspace", "GPU workspace", None)
+            version = await templates.add_version(
                 actor, str(template.id), "1.0.0", TEMPLATE_YAML, inputs, outputs, VersionState.ACTIVE
             )
             share_with = [names[(j + 1) % len(names)], names[(j + 2) % len(names)]]
@@ -762,13 +762,13 @@ async def seed_database(database_url: str, env: dict[str, str], args: argparse.N
                 name = f"gpu-{j:02d}-{k:04d}"  # unique across projects: the catalog's order is total
                 display = f"{model or 'CPU'} {tier} {k:04d}"
                 cpu, memory, storage = str(8 * (1 + k % 4)), f"{64 * (1 + k % 4)}Gi", f"{200 * (1 + k % 3)}Gi"
-                data = catalog.ProfileIn(
+                data = profiles.ProfileIn(
                     name=name,
                     display_name=display,
                     description=f"{count} x {vendor} {model or ''} for {tier} jobs of {project}.",
                     allocation_type=AllocationType.SHARED if k % 2 else AllocationType.DEDICATED,
                     template_version_id=str(version.id),
-                    resources=catalog.ResourcesIn(
+                    resources=profiles.ResourcesIn(
                         cpu=cpu,
                         memory=memory,
                         storage=storage,
@@ -793,24 +793,24 @@ async def seed_database(database_url: str, env: dict[str, str], args: argparse.N
                         name=name,
                     ),
                     input_settings=[
-                        catalog.InputSettingIn(name="team", value="vision", override="NOT_ALLOWED"),
-                        catalog.InputSettingIn(
+                        profile_settings.InputSettingIn(name="team", value="vision", override="NOT_ALLOWED"),
+                        profile_settings.InputSettingIn(
                             name="size",
                             value="small",
                             override="RESTRICTED",
                             allowed_values=["small", "large"],
                         ),
-                        catalog.InputSettingIn(
+                        profile_settings.InputSettingIn(
                             name="api_key", value=f"secret-{j}-{k}", override="NOT_ALLOWED"
                         ),
                     ],
                     output_settings=[
-                        catalog.OutputSettingIn(name="namespace", display_name="Namespace"),
-                        catalog.OutputSettingIn(name="team", visible=False),
+                        profile_settings.OutputSettingIn(name="namespace", display_name="Namespace"),
+                        profile_settings.OutputSettingIn(name="team", visible=False),
                     ],
                 )
-                profile = await catalog.create_profile(actor, project, data)
-                await catalog.set_profile_sharing(
+                profile = await profiles.create_profile(actor, project, data)
+                await profiles.set_profile_sharing(
                     actor, str(profile.id), SharingMode.SELECTED_PROJECTS, share_with
                 )
                 made += 1

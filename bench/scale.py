@@ -209,8 +209,8 @@ async def seed_base(conn: Any, args: argparse.Namespace) -> Seeded:
     prototype profile and instance. Then the other profiles (and their shares) by COPY."""
     from gpupaas.accounts import service as accounts
     from gpupaas.bootstrap import seed
-    from gpupaas.catalog import service as catalog
     from gpupaas.catalog.models import AllocationType, EnvironmentTemplateVersion, VersionState
+    from gpupaas.catalog.service.profiles import ProfileIn, ResourcesIn, create_profile
     from gpupaas.compute import service as compute
     from gpupaas.core.gpus import Vendor
 
@@ -228,16 +228,16 @@ async def seed_base(conn: Any, args: argparse.Namespace) -> Seeded:
     )
     if version is None:
         raise BenchError("no built-in gpu-namespace template with an ACTIVE version")
-    proto_profile = await catalog.create_profile(
+    proto_profile = await create_profile(
         actor,
         "p0",
-        catalog.ProfileIn(
+        ProfileIn(
             name="gpu-0000",
             display_name="A100 small 0000",
             description="1 x NVIDIA A100 for small jobs.",
             allocation_type=AllocationType.SHARED,
             template_version_id=str(version.id),
-            resources=catalog.ResourcesIn(
+            resources=ResourcesIn(
                 cpu="8",
                 memory="64Gi",
                 storage="200Gi",

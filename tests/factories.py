@@ -8,7 +8,6 @@ from typing import Any
 
 from gpupaas.accounts import service as accounts
 from gpupaas.accounts.models import Project, User
-from gpupaas.catalog import service as catalog
 from gpupaas.catalog.models import (
     AllocationType,
     ComputeProfile,
@@ -16,6 +15,7 @@ from gpupaas.catalog.models import (
     EnvironmentTemplateVersion,
     VersionState,
 )
+from gpupaas.catalog.service import profiles, templates
 from gpupaas.core.actor import Actor, Role
 from gpupaas.core.gpus import Vendor
 
@@ -41,12 +41,12 @@ spec:
 """
 
 NAMESPACE_INPUTS = [
-    catalog.InputDefinitionIn(name="team", type="STRING", required=True, pattern="^[a-z]+$", default="ml"),
-    catalog.InputDefinitionIn(name="size", type="STRING", options=["small", "large"], default="small"),
+    templates.InputDefinitionIn(name="team", type="STRING", required=True, pattern="^[a-z]+$", default="ml"),
+    templates.InputDefinitionIn(name="size", type="STRING", options=["small", "large"], default="small"),
 ]
 NAMESPACE_OUTPUTS = [
-    catalog.OutputDefinitionIn(name="namespace", value="{{ instance.namespace }}"),
-    catalog.OutputDefinitionIn(name="team", value="team {{ inputs.team }}"),
+    templates.OutputDefinitionIn(name="namespace", value="{{ instance.namespace }}"),
+    templates.OutputDefinitionIn(name="team", value="team {{ inputs.team }}"),
 ]
 
 
@@ -88,7 +88,7 @@ async def platform_actor() -> Actor:
 
 
 async def make_template(project: Project, name: str | None = None) -> EnvironmentTemplate:
-    return await catalog.create_template(
+    return await templates.create_template(
         await platform_actor(), project.name, name or f"tmpl-{next(_seq)}", None, None
     )
 
@@ -98,11 +98,11 @@ async def make_version(
     *,
     version: str | None = None,
     resources: str = NAMESPACE_YAML,
-    inputs: list[catalog.InputDefinitionIn] | None = None,
-    outputs: list[catalog.OutputDefinitionIn] | None = None,
+    inputs: list[templates.InputDefinitionIn] | None = None,
+    outputs: list[templates.OutputDefinitionIn] | None = None,
     state: VersionState = VersionState.ACTIVE,
 ) -> EnvironmentTemplateVersion:
-    return await catalog.add_version(
+    return await templates.add_version(
         await platform_actor(),
         str(template.id),
         version or f"1.0.{next(_seq)}",
@@ -118,7 +118,7 @@ async def make_profile(
 ) -> ComputeProfile:
     if version is None:
         version = await make_version(await make_template(project))
-    data = catalog.ProfileIn(
+    data = profiles.ProfileIn(
         name=fields.pop("name", f"profile-{next(_seq)}"),
         cluster_id=fields.pop("cluster_id", None),
         display_name=fields.pop("display_name", "Small GPU"),
@@ -126,13 +126,13 @@ async def make_profile(
         template_version_id=str(version.id),
         resources=fields.pop(
             "resources",
-            catalog.ResourcesIn(
+            profiles.ResourcesIn(
                 cpu="4", memory="16Gi", storage="100Gi", gpu_count=1, gpu_vendor=Vendor.NVIDIA
             ),
         ),
         **fields,
     )
-    return await catalog.create_profile(await platform_actor(), project.name, data)
+    return await profiles.create_profile(await platform_actor(), project.name, data)
 
 
 async def make_instance(

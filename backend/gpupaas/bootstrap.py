@@ -3,7 +3,7 @@ default (simulated) cluster exist."""
 
 from __future__ import annotations
 
-from gpupaas.catalog.service import sync_builtin_templates
+from gpupaas.catalog.service.templates import sync_builtin_templates
 from gpupaas.clusters.service import ensure_default_cluster
 from gpupaas.graphql import response_cache
 from gpupaas.instance_templates.service import sync_builtin_instance_templates

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpupaas.accounts.sharing import SharingMode
-from gpupaas.catalog.service import set_profile_sharing
+from gpupaas.catalog.service.profiles import set_profile_sharing
 from gpupaas.core.actor import Role
 from tests.conftest import GraphQLClient, QueryCounter
 from tests.factories import make_profile, make_project, make_template, make_user, make_version, platform_actor
@@ -219,7 +219,7 @@ async def test_input_settings_are_checked_against_the_version(db: object, gql: G
 async def test_a_required_input_nobody_can_fill_is_refused(db: object, gql: GraphQLClient) -> None:
     admin = await make_user("alice")
     project = await make_project("ml", alice=Role.ADMIN)
-    from gpupaas.catalog.service import InputDefinitionIn
+    from gpupaas.catalog.service.templates import InputDefinitionIn
 
     version = await make_version(
         await make_template(project), inputs=[InputDefinitionIn(name="team", type="STRING", required=True)]
@@ -309,7 +309,7 @@ async def test_moving_to_another_version_rechecks_settings(db: object, gql: Grap
     project = await make_project("ml", alice=Role.ADMIN)
     template = await make_template(project)
     v1 = await make_version(template)
-    from gpupaas.catalog.service import InputDefinitionIn
+    from gpupaas.catalog.service.templates import InputDefinitionIn
 
     v2 = await make_version(
         template, inputs=[InputDefinitionIn(name="team", type="STRING", default="ml")], outputs=[]

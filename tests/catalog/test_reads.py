@@ -12,13 +12,15 @@ from tortoise.expressions import Q
 from gpupaas.accounts.models import Project
 from gpupaas.accounts.sharing import SharingMode
 from gpupaas.catalog import reads
-from gpupaas.catalog import service as catalog
 from gpupaas.catalog.models import (
     ComputeProfile,
     ComputeProfileShare,
     EnvironmentTemplate,
     EnvironmentTemplateVersion,
 )
+from gpupaas.catalog.service.profile_settings import InputSettingIn
+from gpupaas.catalog.service.profiles import set_profile_sharing
+from gpupaas.catalog.service.templates import InputDefinitionIn
 from gpupaas.clusters.models import Cluster
 from gpupaas.core.actor import Role
 from gpupaas.core.pagination import encode_cursor, paginate
@@ -102,23 +104,23 @@ async def _world() -> dict[str, Any]:
     research = await make_project("research", bob=Role.MEMBER, carol=Role.ADMIN)
     await make_project("finance")
     await make_project("hidden")
-    secret = catalog.InputDefinitionIn(name="apiKey", type="STRING", sensitive=True)
+    secret = InputDefinitionIn(name="apiKey", type="STRING", sensitive=True)
     version = await make_version(await make_template(ml), inputs=[*NAMESPACE_INPUTS, secret])
     other_version = await make_version(await make_template(ml))
     cluster = await Cluster.get(is_default=True)
     actor = await platform_actor()
-    masked = [catalog.InputSettingIn(name="apiKey", value="s3cr3t")]
+    masked = [InputSettingIn(name="apiKey", value="s3cr3t")]
     selected = await make_profile(
         ml, version, name="selected", display_name="B", input_settings=masked, readme="# Hi\n\n*there*"
     )
-    await catalog.set_profile_sharing(
+    await set_profile_sharing(
         actor, str(selected.id), SharingMode.SELECTED_PROJECTS, ["research", "finance", "hidden"]
     )
     everyone = await make_profile(ml, version, name="everyone", display_name="A", cluster_id=str(cluster.id))
-    await catalog.set_profile_sharing(actor, str(everyone.id), SharingMode.ALL_PROJECTS, None)
+    await set_profile_sharing(actor, str(everyone.id), SharingMode.ALL_PROJECTS, None)
     await make_profile(ml, other_version, name="nobody", display_name="C", labels=[("tier", "small")])
     theirs = await make_profile(research, name="theirs", display_name="D", input_settings=[])
-    await catalog.set_profile_sharing(actor, str(theirs.id), SharingMode.SELECTED_PROJECTS, ["ml"])
+    await set_profile_sharing(actor, str(theirs.id), SharingMode.SELECTED_PROJECTS, ["ml"])
     return people
 
 
@@ -127,7 +129,7 @@ async def _add_profiles(n: int) -> None:
     version = await make_version(await make_template(ml))
     for _ in range(n):
         profile = await make_profile(ml, version)
-        await catalog.set_profile_sharing(
+        await set_profile_sharing(
             await platform_actor(), str(profile.id), SharingMode.SELECTED_PROJECTS, ["research", "finance"]
         )
 

@@ -3,7 +3,9 @@ read as the mask, and the mask given back (a form round-tripping what it was sho
 
 from __future__ import annotations
 
-from gpupaas.catalog import service as catalog
+from gpupaas.catalog.models import ComputeProfile
+from gpupaas.catalog.service.profile_settings import InputSettingIn
+from gpupaas.catalog.service.templates import InputDefinitionIn
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.core.actor import Role
 from tests.conftest import GraphQLClient
@@ -34,10 +36,10 @@ async def test_sensitive_values_are_masked_and_the_mask_keeps_them(db: object, g
     alice = await make_user("alice")
     admin = await make_user("root", platform_admin=True)
     project = await make_project("ml", alice=Role.MEMBER)
-    secret = catalog.InputDefinitionIn(name="apiKey", type="STRING", sensitive=True)
+    secret = InputDefinitionIn(name="apiKey", type="STRING", sensitive=True)
     version = await make_version(await make_template(project), inputs=[*NAMESPACE_INPUTS, secret])
     profile = await make_profile(
-        project, version, input_settings=[catalog.InputSettingIn(name="apiKey", value="s3cr3t-default")]
+        project, version, input_settings=[InputSettingIn(name="apiKey", value="s3cr3t-default")]
     )
     for token in (alice.token, admin.token):
         shown = (await gql.data(PROFILE, {"id": str(profile.id)}, token=token))["computeProfile"]
@@ -54,7 +56,7 @@ async def test_sensitive_values_are_masked_and_the_mask_keeps_them(db: object, g
         )
     )["updateComputeProfile"]
     assert payload["userErrors"] == []
-    stored = await catalog.ComputeProfile.get(id=profile.id)
+    stored = await ComputeProfile.get(id=profile.id)
     assert {s["name"]: s["value"] for s in stored.input_settings}["apiKey"] == "s3cr3t-default"
 
     # A launch form prefilled with the mask launches with the profile's value.

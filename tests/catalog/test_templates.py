@@ -266,7 +266,7 @@ async def test_members_read_templates_without_their_yaml(db: object, gql: GraphQ
 
 async def test_built_in_templates_are_synced_once(db: object) -> None:
     from gpupaas.catalog.models import EnvironmentTemplate, EnvironmentTemplateVersion
-    from gpupaas.catalog.service import sync_builtin_templates
+    from gpupaas.catalog.service.templates import sync_builtin_templates
 
     before = await EnvironmentTemplateVersion.all().count()
     await sync_builtin_templates()
@@ -279,8 +279,8 @@ async def test_a_profile_pinned_during_the_delete_still_blocks_it(db: object, mo
     # given a profile that the "in use" check does not see (it was created after the check ran)
     import pytest
 
-    from gpupaas.catalog import service
     from gpupaas.catalog.models import ComputeProfile, EnvironmentTemplate
+    from gpupaas.catalog.service import templates
     from gpupaas.core.errors import UserErrors
     from tests.factories import platform_actor
 
@@ -301,7 +301,7 @@ async def test_a_profile_pinned_during_the_delete_still_blocks_it(db: object, mo
     monkeypatch.setattr(ComputeProfile, "filter", filter_missing_the_first_look)
     # when the admin deletes the template, then the foreign key refuses and the answer says why
     with pytest.raises(UserErrors) as refused:
-        await service.delete_template(await platform_actor(), str(template.id))
+        await templates.delete_template(await platform_actor(), str(template.id))
     assert refused.value.problems[0].code.value == "INVALID_STATE"
     assert "late" in refused.value.problems[0].message
     assert await EnvironmentTemplate.exists(id=template.id)

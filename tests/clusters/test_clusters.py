@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpupaas.catalog import service as catalog
+from gpupaas.catalog.service.profiles import delete_profile
 from gpupaas.clusters.models import Cluster
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.compute.states import DeploymentStatus
@@ -185,7 +185,7 @@ async def test_a_cluster_with_deployed_instances_cannot_be_deleted(db: object, g
     profile = await make_profile(project, cluster_id=lab["id"])
     instance = await make_instance(project, profile, name="nb")
     await ComputeInstance.filter(id=instance.id).update(status=DeploymentStatus.SUCCESS)
-    await catalog.delete_profile(await platform_actor(), str(profile.id))
+    await delete_profile(await platform_actor(), str(profile.id))
     refused = (await gql.data(DELETE, {"id": lab["id"]}, token=root.token))["deleteCluster"]
     assert refused["userErrors"][0]["code"] == "INVALID_STATE" and "nb" in refused["userErrors"][0]["message"]
     await ComputeInstance.filter(id=instance.id).update(status=DeploymentStatus.NOT_DEPLOYED)

@@ -7,10 +7,11 @@ import asyncio
 from typing import Any
 
 from gpupaas.accounts.sharing import SharingMode
-from gpupaas.catalog import service as catalog
+from gpupaas.catalog.service import profile_settings, profiles, templates
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core.actor import Role
+from gpupaas.core.gpus import Vendor
 from gpupaas.events.models import OutboxMessage
 from gpupaas.runs.models import DeploymentRun
 from tests.conftest import Database, GraphQLClient
@@ -125,8 +126,8 @@ async def test_input_overrides_follow_the_profile(db: Database, gql: GraphQLClie
     profile = await make_profile(
         project,
         input_settings=[
-            catalog.InputSettingIn(name="team", value="vision", override="NOT_ALLOWED"),
-            catalog.InputSettingIn(
+            profile_settings.InputSettingIn(name="team", value="vision", override="NOT_ALLOWED"),
+            profile_settings.InputSettingIn(
                 name="size", value="small", override="RESTRICTED", allowed_values=["small", "large"]
             ),
         ],
@@ -159,7 +160,7 @@ async def test_sensitive_inputs_are_masked(db: Database, gql: GraphQLClient) -> 
     project = await make_project("ml", alice=Role.MEMBER)
     version = await make_version(
         await make_template(project),
-        inputs=[catalog.InputDefinitionIn(name="team", type="STRING", default="ml", sensitive=True)],
+        inputs=[templates.InputDefinitionIn(name="team", type="STRING", default="ml", sensitive=True)],
         outputs=[],
     )
     profile = await make_profile(project, version)
@@ -172,14 +173,14 @@ async def test_the_snapshot_keeps_old_instances_as_they_were(db: Database, gql: 
     alice, project, profile = await _world()
     before = await make_instance(project, profile, name="before")
     # the admin edits the profile: more CPU, another input value
-    await catalog.update_profile(
+    await profiles.update_profile(
         await platform_actor(),
         str(profile.id),
-        catalog.ProfileIn(
-            resources=catalog.ResourcesIn(
-                cpu="16", memory="64Gi", storage="1Ti", gpu_count=2, gpu_vendor=catalog.Vendor.NVIDIA
+        profiles.ProfileIn(
+            resources=profiles.ResourcesIn(
+                cpu="16", memory="64Gi", storage="1Ti", gpu_count=2, gpu_vendor=Vendor.NVIDIA
             ),
-            input_settings=[catalog.InputSettingIn(name="team", value="vision")],
+            input_settings=[profile_settings.InputSettingIn(name="team", value="vision")],
         ),
     )
     after = await make_instance(project, profile, name="after")
@@ -192,7 +193,7 @@ async def test_the_snapshot_keeps_old_instances_as_they_were(db: Database, gql: 
     )
     assert {"key": "team", "value": "vision"} in new["inputs"]
     # deleting the profile leaves the instance on its snapshot, profile null
-    await catalog.delete_profile(await platform_actor(), str(profile.id))
+    await profiles.delete_profile(await platform_actor(), str(profile.id))
     orphan = (await gql.data(ONE, {"id": str(before.id)}, token=alice.token))["computeInstance"]
     assert orphan["profile"] is None and orphan["profileName"] == "a100-small"
     assert orphan["resources"]["cpu"] == "4"
@@ -361,7 +362,9 @@ async def test_profiles_outside_the_catalog_cannot_be_launched(db: Database, gql
         "message": "No such compute profile in this project's catalog.",
         "code": "NOT_FOUND",
     }
-    await catalog.set_profile_sharing(await platform_actor(), str(foreign.id), SharingMode.ALL_PROJECTS, None)
+    await profiles.set_profile_sharing(
+        await platform_actor(), str(foreign.id), SharingMode.ALL_PROJECTS, None
+    )
     result = (
         await gql.data(
             CREATE, {"input": {"project": "ml", "profile": str(foreign.id), "name": "x"}}, token=alice.token
@@ -376,7 +379,7 @@ async def test_launch_refuses_what_the_next_deploy_could_not_render(db: Database
     project = await make_project("ml", alice=Role.MEMBER)
     version = await make_version(
         await make_template(project),
-        inputs=[catalog.InputDefinitionIn(name="team", type="STRING")],
+        inputs=[templates.InputDefinitionIn(name="team", type="STRING")],
         outputs=[],
     )
     profile = await make_profile(project, version)

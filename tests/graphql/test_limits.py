@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from gpupaas.app import create_app
-from gpupaas.catalog import service as catalog
+from gpupaas.catalog.service import profiles
 from gpupaas.settings import Settings
 from tests.conftest import GraphQLClient
 from tests.factories import make_user
@@ -51,7 +51,7 @@ async def test_unexpected_errors_are_masked(
     async def broken(*args: object) -> None:
         raise RuntimeError("SELECT secret FROM users -- internal detail")
 
-    monkeypatch.setattr(catalog, "catalog", broken)
+    monkeypatch.setattr(profiles, "catalog", broken)
     body = await gql('{ catalog(project: "ml") { name } }', token=alice.token)
     assert body["errors"] == [
         {

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from gpupaas.bootstrap import seed
-from gpupaas.catalog import service as catalog
+from gpupaas.catalog.service.profiles import ResourcesIn
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core.actor import Role
@@ -41,9 +41,7 @@ async def test_actions_agree_with_the_mutations(
     await seed()
     alice = await make_user("alice")
     project = await make_project("ml", alice=Role.MEMBER)
-    resources = catalog.ResourcesIn(
-        cpu="8", memory="64Gi", storage="200Gi", gpu_count=2, gpu_vendor=Vendor.NVIDIA
-    )
+    resources = ResourcesIn(cpu="8", memory="64Gi", storage="200Gi", gpu_count=2, gpu_vendor=Vendor.NVIDIA)
     box = await make_instance(project, await make_profile(project, resources=resources), name="box")
     await ComputeInstance.filter(id=box.id).update(status=compute_status)
     template = await InstanceTemplate.get(name="jupyterlab-pytorch")

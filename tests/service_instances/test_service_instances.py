@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from gpupaas.bootstrap import seed
-from gpupaas.catalog import service as catalog
+from gpupaas.catalog.service.profiles import ResourcesIn
 from gpupaas.clusters.models import Cluster
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.compute.states import DeploymentStatus
@@ -59,9 +59,7 @@ async def world(db: object) -> World:
     await seed()
     alice = await make_user("alice")
     project = await make_project("ml", alice=Role.MEMBER)
-    resources = catalog.ResourcesIn(
-        cpu="8", memory="64Gi", storage="200Gi", gpu_count=2, gpu_vendor=Vendor.NVIDIA
-    )
+    resources = ResourcesIn(cpu="8", memory="64Gi", storage="200Gi", gpu_count=2, gpu_vendor=Vendor.NVIDIA)
     box = await make_instance(project, await make_profile(project, resources=resources), name="box")
     await ComputeInstance.filter(id=box.id).update(status=DeploymentStatus.SUCCESS)
     box = await ComputeInstance.get(id=box.id)

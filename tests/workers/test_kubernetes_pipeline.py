@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from gpupaas.accounts.service import actor_for
-from gpupaas.catalog import service as catalog
+from gpupaas.catalog.service.profiles import ResourcesIn
+from gpupaas.catalog.service.templates import OutputDefinitionIn
 from gpupaas.clusters import service as clusters
 from gpupaas.clusters.models import ClusterStatus
 from gpupaas.compute import service as compute
@@ -156,15 +157,13 @@ async def _workload_profile(cluster: Any, gpus: int) -> tuple[Any, Any]:
         await make_template(project),
         resources=WORKLOAD,
         inputs=[],
-        outputs=[
-            catalog.OutputDefinitionIn(name="port", value="{{ objects.Service.spec.ports.0.nodePort }}")
-        ],
+        outputs=[OutputDefinitionIn(name="port", value="{{ objects.Service.spec.ports.0.nodePort }}")],
     )
     profile = await make_profile(
         project,
         version,
         cluster_id=str(cluster.id),
-        resources=catalog.ResourcesIn(
+        resources=ResourcesIn(
             cpu="4", memory="16Gi", storage="10Gi", gpu_count=gpus, gpu_vendor=Vendor.NVIDIA
         ),
     )

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from gpupaas.catalog import service as catalog
+from gpupaas.catalog.service.profile_settings import OutputSettingIn
+from gpupaas.catalog.service.profiles import ResourcesIn
 from gpupaas.compute import configuration
 from gpupaas.compute import service as compute
 from gpupaas.compute.models import ComputeInstance
@@ -91,7 +92,7 @@ async def test_capacity_shortage_fails_with_a_message_a_person_can_act_on(
     project = await make_project("ml")
     profile = await _builtin_profile(
         project,
-        resources=catalog.ResourcesIn(
+        resources=ResourcesIn(
             cpu="8", memory="64Gi", storage="100Gi", gpu_count=64, gpu_vendor=Vendor.NVIDIA
         ),
     )
@@ -211,8 +212,8 @@ async def test_users_see_the_outputs_the_profile_shows(
     profile = await _builtin_profile(
         project,
         output_settings=[
-            catalog.OutputSettingIn(name="namespace", display_name="Namespace"),
-            catalog.OutputSettingIn(name="gpuResource", visible=False),
+            OutputSettingIn(name="namespace", display_name="Namespace"),
+            OutputSettingIn(name="gpuResource", visible=False),
         ],
     )
     instance = await make_instance(project, profile, name="nb", deploy=True)

@@ -3,7 +3,7 @@ every domain is known. Bound when the schema is built (api/schema.py); `bind()` 
 
 from __future__ import annotations
 
-from gpupaas.catalog import service as catalog
+from gpupaas.catalog.service import profiles as catalog
 from gpupaas.clusters import service as clusters
 from gpupaas.compute import graphql as compute_graphql
 from gpupaas.compute import service as compute

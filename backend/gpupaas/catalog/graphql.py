@@ -24,7 +24,6 @@ from gpupaas.accounts.graphql import ProjectType, project_of, projects_by_id
 from gpupaas.accounts.models import Project
 from gpupaas.accounts.sharing import SharingMode
 from gpupaas.catalog import readme as readme_mod
-from gpupaas.catalog import service
 from gpupaas.catalog.models import (
     AllocationType,
     ComputeProfile,
@@ -34,7 +33,8 @@ from gpupaas.catalog.models import (
     VersionState,
 )
 from gpupaas.catalog.reads import ListedProfile
-from gpupaas.catalog.service import SENSITIVE_MASK
+from gpupaas.catalog.service import profile_settings, profiles, templates, visibility
+from gpupaas.catalog.service.definitions import SENSITIVE_MASK
 from gpupaas.clusters.graphql import ClusterType, clusters_by_id
 from gpupaas.core.errors import InvalidArgument
 from gpupaas.core.gpus import Vendor
@@ -194,7 +194,7 @@ class EnvironmentTemplateVersionType:
         assert template is not None
         owner = await info.context.loaders.get(projects_by_id).load(template.project_id)
         assert owner is not None
-        if not service.can_see_internals(info.context.actor, template, owner):
+        if not visibility.can_see_internals(info.context.actor, template, owner):
             return None
         version = self._model
         # The lists read versions without their resources (catalog.reads): a partial model, on
@@ -335,8 +335,8 @@ class ComputeResourcesInput:
     gpu_vendor: Vendor
     gpu_model: str | None = None
 
-    def to_service(self) -> service.ResourcesIn:
-        return service.ResourcesIn(
+    def to_service(self) -> profiles.ResourcesIn:
+        return profiles.ResourcesIn(
             cpu=self.cpu,
             memory=self.memory,
             storage=self.storage,
@@ -611,8 +611,8 @@ class UpdateComputeProfileInput:
     cluster: strawberry.ID | None = None
 
 
-def _profile_in(data: CreateComputeProfileInput | UpdateComputeProfileInput) -> service.ProfileIn:
-    return service.ProfileIn(
+def _profile_in(data: CreateComputeProfileInput | UpdateComputeProfileInput) -> profiles.ProfileIn:
+    return profiles.ProfileIn(
         name=data.name,
         display_name=data.display_name,
         description=data.description,
@@ -627,7 +627,7 @@ def _profile_in(data: CreateComputeProfileInput | UpdateComputeProfileInput) -> 
         input_settings=None
         if data.input_settings is None
         else [
-            service.InputSettingIn(
+            profile_settings.InputSettingIn(
                 name=s.name,
                 value=s.value,
                 required=s.required,
@@ -639,7 +639,7 @@ def _profile_in(data: CreateComputeProfileInput | UpdateComputeProfileInput) -> 
         output_settings=None
         if data.output_settings is None
         else [
-            service.OutputSettingIn(name=s.name, display_name=s.display_name, visible=s.visible)
+            profile_settings.OutputSettingIn(name=s.name, display_name=s.display_name, visible=s.visible)
             for s in data.output_settings
         ],
     )
@@ -697,12 +697,12 @@ class CatalogQuery:
     async def environment_templates(
         self, info: Info, project: str, search: str | None = None
     ) -> list[EnvironmentTemplateType]:
-        rows = await service.list_templates(info.context.actor, project, search)
+        rows = await templates.list_templates(info.context.actor, project, search)
         return [EnvironmentTemplateType.of(t) for t in rows]
 
     @strawberry.field
     async def environment_template(self, info: Info, id: strawberry.ID) -> EnvironmentTemplateType | None:
-        template = await service.get_template(info.context.actor, id)
+        template = await templates.get_template(info.context.actor, id)
         return EnvironmentTemplateType.of(template) if template else None
 
     @strawberry.field(description="The profiles a project owns (its PaaS admin's view), newest first.")
@@ -714,12 +714,12 @@ class CatalogQuery:
         first: int | None = None,
         after: str | None = None,
     ) -> Connection[ComputeProfileType]:
-        page = await service.list_profiles(info.context.actor, project, search, first, after)
+        page = await profiles.list_profiles(info.context.actor, project, search, first, after)
         return Connection.of(page, _Listing(info).profile, lambda row: cursor_of(row.profile))
 
     @strawberry.field
     async def compute_profile(self, info: Info, id: strawberry.ID) -> ComputeProfileType | None:
-        profile = await service.get_profile(info.context.actor, id)
+        profile = await profiles.get_profile(info.context.actor, id)
         return ComputeProfileType.of(profile) if profile else None
 
     @strawberry.field(
@@ -727,7 +727,7 @@ class CatalogQuery:
     )
     async def catalog(self, info: Info, project: str, search: str | None = None) -> list[ComputeProfileType]:
         listing = _Listing(info)
-        return [listing.profile(row) for row in await service.catalog(info.context.actor, project, search)]
+        return [listing.profile(row) for row in await profiles.catalog(info.context.actor, project, search)]
 
 
 @strawberry.type
@@ -738,7 +738,7 @@ class CatalogMutation:
     ) -> EnvironmentTemplatePayload:
         return _template_payload(
             *await attempt(
-                service.create_template(
+                templates.create_template(
                     info.context.actor, input.project, input.name, input.display_name, input.description
                 )
             )
@@ -750,7 +750,7 @@ class CatalogMutation:
     ) -> EnvironmentTemplatePayload:
         return _template_payload(
             *await attempt(
-                service.update_template(
+                templates.update_template(
                     info.context.actor, input.id, input.name, input.display_name, input.description
                 )
             )
@@ -761,7 +761,7 @@ class CatalogMutation:
         self, info: Info, input: AddEnvironmentTemplateVersionInput
     ) -> EnvironmentTemplateVersionPayload:
         inputs = [
-            service.InputDefinitionIn(
+            templates.InputDefinitionIn(
                 name=i.name,
                 type=i.type.value,
                 description=i.description,
@@ -776,11 +776,11 @@ class CatalogMutation:
             for i in input.inputs or []
         ]
         outputs = [
-            service.OutputDefinitionIn(name=o.name, value=o.value, description=o.description)
+            templates.OutputDefinitionIn(name=o.name, value=o.value, description=o.description)
             for o in input.outputs or []
         ]
         version, errors = await attempt(
-            service.add_version(
+            templates.add_version(
                 info.context.actor,
                 input.template,
                 input.version,
@@ -796,19 +796,19 @@ class CatalogMutation:
     async def set_environment_template_version_state(
         self, info: Info, id: strawberry.ID, state: VersionState
     ) -> EnvironmentTemplateVersionPayload:
-        version, errors = await attempt(service.set_version_state(info.context.actor, id, state))
+        version, errors = await attempt(templates.set_version_state(info.context.actor, id, state))
         return _version_payload(version, errors)
 
     @strawberry.mutation
     async def delete_environment_template(self, info: Info, id: strawberry.ID) -> DeletePayload:
-        return await delete_payload(service.delete_template(info.context.actor, id))
+        return await delete_payload(templates.delete_template(info.context.actor, id))
 
     @strawberry.mutation
     async def create_compute_profile(
         self, info: Info, input: CreateComputeProfileInput
     ) -> ComputeProfilePayload:
         return _profile_payload(
-            *await attempt(service.create_profile(info.context.actor, input.project, _profile_in(input)))
+            *await attempt(profiles.create_profile(info.context.actor, input.project, _profile_in(input)))
         )
 
     @strawberry.mutation
@@ -816,7 +816,7 @@ class CatalogMutation:
         self, info: Info, input: UpdateComputeProfileInput
     ) -> ComputeProfilePayload:
         return _profile_payload(
-            *await attempt(service.update_profile(info.context.actor, input.id, _profile_in(input)))
+            *await attempt(profiles.update_profile(info.context.actor, input.id, _profile_in(input)))
         )
 
     @strawberry.mutation
@@ -825,10 +825,10 @@ class CatalogMutation:
     ) -> ComputeProfilePayload:
         return _profile_payload(
             *await attempt(
-                service.set_profile_sharing(info.context.actor, id, sharing.mode, sharing.projects)
+                profiles.set_profile_sharing(info.context.actor, id, sharing.mode, sharing.projects)
             )
         )
 
     @strawberry.mutation
     async def delete_compute_profile(self, info: Info, id: strawberry.ID) -> DeletePayload:
-        return await delete_payload(service.delete_profile(info.context.actor, id))
+        return await delete_payload(profiles.delete_profile(info.context.actor, id))

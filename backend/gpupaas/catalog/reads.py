@@ -111,7 +111,7 @@ JOIN environment_templates t ON t.id = v.template_id
 """
 # SQLite's JSON aggregate and array functions, and PostgreSQL's.
 _JSON = {"sqlite": ("json_group_array", "json_array"), "postgres": ("json_agg", "json_build_array")}
-# What the lists search (as catalog.service's other lists): a case-insensitive substring of any.
+# What the lists search (as the catalog's other lists): a case-insensitive substring of any.
 _SEARCHED = ("name", "display_name", "description")
 
 

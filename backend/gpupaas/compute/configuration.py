@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gpupaas.catalog.service import SENSITIVE_MASK, definition_from_json, output_from_json
+from gpupaas.catalog.service.definitions import SENSITIVE_MASK, definition_from_json, output_from_json
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.compute.snapshot import effective_inputs
 from gpupaas.core.errors import Collector

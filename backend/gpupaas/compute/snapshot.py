@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from gpupaas.catalog.models import AllocationType, ComputeProfile
-from gpupaas.catalog.service import OverridePolicy, definition_from_json
+from gpupaas.catalog.service.definitions import OverridePolicy, definition_from_json
 from gpupaas.core.errors import Collector, ErrorCode
 from gpupaas.provisioning.inputs import check_value
 
