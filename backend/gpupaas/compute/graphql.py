@@ -20,7 +20,7 @@ from strawberry.dataloader import DataLoader
 from gpupaas.accounts import sharing
 from gpupaas.accounts.graphql import ProjectType, project_of, projects_by_id
 from gpupaas.accounts.service import project_by_name
-from gpupaas.catalog.graphql import (
+from gpupaas.catalog.graphql.profiles import (
     ComputeProfileType,
     ComputeResources,
     SharingInput,

@@ -1,0 +1,435 @@
+"""GraphQL of compute profiles: types, inputs, payloads, sharing, the loaders of profiles and
+their share targets, and the lists' profiles (thin: the rules are catalog.service.profiles').
+
+The profile list and the catalog read each profile's version, template and share targets in their
+own statement (catalog.reads), and their profiles answer those fields from what was read, with
+plain resolvers (no coroutine, no asyncio task per field); elsewhere related objects come through
+the request's DataLoaders, so lists cost a fixed number of queries whatever their length.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from datetime import datetime
+from enum import Enum
+from typing import TypeVar, cast
+
+import strawberry
+from strawberry.dataloader import DataLoader
+
+from gpupaas.accounts import sharing
+from gpupaas.accounts.graphql import ProjectType, project_of, projects_by_id
+from gpupaas.accounts.models import Project
+from gpupaas.accounts.sharing import SharingMode
+from gpupaas.catalog.graphql.templates import (
+    EnvironmentTemplateType,
+    EnvironmentTemplateVersionType,
+    templates_by_id,
+    versions_by_id,
+)
+from gpupaas.catalog.models import (
+    AllocationType,
+    ComputeProfile,
+    ComputeProfileShare,
+    EnvironmentTemplateVersion,
+)
+from gpupaas.catalog.reads import ListedProfile
+from gpupaas.catalog.service import profile_settings, profiles
+from gpupaas.catalog.service.definitions import SENSITIVE_MASK
+from gpupaas.clusters.graphql import ClusterType, clusters_by_id
+from gpupaas.core.gpus import Vendor
+from gpupaas.graphql.common import KeyValue, KeyValueInput, UserError, key_values, pairs_in
+from gpupaas.graphql.context import Info
+from gpupaas.graphql.loaders import by_id, grouped_pairs
+
+AllocationTypeEnum = strawberry.enum(AllocationType, name="AllocationType")
+SharingModeEnum = strawberry.enum(SharingMode, name="SharingMode")
+VendorEnum = strawberry.enum(Vendor, name="Vendor")
+
+
+@strawberry.enum
+class OverridePolicy(Enum):
+    NOT_ALLOWED = "NOT_ALLOWED"
+    ALLOWED = "ALLOWED"
+    RESTRICTED = "RESTRICTED"
+
+
+T = TypeVar("T")
+
+
+def _later(work: Awaitable[T]) -> T:
+    """What a plain resolver returns when its value is still to be loaded: graphql-core awaits
+    whatever awaitable a resolver returns, so one plain function answers at once when the value was
+    read already and loads it otherwise (an async resolver costs a coroutine and a task per call)."""
+    return cast(T, work)
+
+
+def profiles_by_id() -> DataLoader[uuid.UUID, ComputeProfile | None]:
+    return by_id(ComputeProfile)
+
+
+def shares_of_profile() -> DataLoader[uuid.UUID, list[uuid.UUID]]:
+    """The projects a profile is shared with (by id)."""
+
+    async def rows(keys: list[uuid.UUID]) -> list[tuple[uuid.UUID, uuid.UUID]]:
+        pairs = await ComputeProfileShare.filter(profile_id__in=keys).values_list("profile_id", "project_id")
+        return [(profile_id, project_id) for profile_id, project_id in pairs]
+
+    return grouped_pairs(rows)
+
+
+@strawberry.type(name="Sharing")
+class SharingType:
+    mode: SharingMode
+    projects: list[ProjectType]
+
+
+@strawberry.input
+class SharingInput:
+    mode: SharingMode
+    projects: list[str] | None = None
+
+
+@strawberry.type(
+    description='Quantities use Kubernetes notation: cpu "8" or "500m", memory and storage "64Gi".'
+)
+class ComputeResources:
+    cpu: str
+    memory: str
+    storage: str
+    gpu_count: int
+    gpu_vendor: Vendor
+    gpu_model: str | None
+
+
+@strawberry.input
+class ComputeResourcesInput:
+    cpu: str
+    memory: str
+    storage: str
+    gpu_count: int
+    gpu_vendor: Vendor
+    gpu_model: str | None = None
+
+    def to_service(self) -> profiles.ResourcesIn:
+        return profiles.ResourcesIn(
+            cpu=self.cpu,
+            memory=self.memory,
+            storage=self.storage,
+            gpu_count=self.gpu_count,
+            gpu_vendor=self.gpu_vendor,
+            gpu_model=self.gpu_model,
+        )
+
+
+@strawberry.type
+class InputSetting:
+    name: str
+    value: str | None
+    required: bool
+    override: OverridePolicy
+    allowed_values: list[str]
+
+
+@strawberry.input
+class InputSettingInput:
+    name: str
+    value: str | None = None
+    required: bool | None = None
+    override: OverridePolicy | None = None
+    allowed_values: list[str] | None = None
+
+
+@strawberry.type
+class OutputSetting:
+    name: str
+    display_name: str | None
+    visible: bool
+
+
+@strawberry.input
+class OutputSettingInput:
+    name: str
+    display_name: str | None = None
+    visible: bool | None = None
+
+
+@strawberry.type(name="ComputeProfile")
+class ComputeProfileType:
+    id: strawberry.ID
+    name: str
+    display_name: str
+    description: str | None
+    allocation_type: AllocationType
+    resources: ComputeResources
+    labels: list[KeyValue]
+    annotations: list[KeyValue]
+    icon_url: str | None
+    readme: str | None = strawberry.field(description="Markdown source.")
+    readme_html: str | None = strawberry.field(
+        description="Rendered and sanitized: safe to put into a page as it is."
+    )
+    output_settings: list[OutputSetting]
+    created_at: datetime
+    updated_at: datetime
+    _model: strawberry.Private[ComputeProfile]
+    # What a list read along with the profile (catalog.reads.ListedProfile), as the API shows it:
+    # the resolvers answer from it. None: they load what they show through the DataLoaders.
+    _read: strawberry.Private[_ReadWithProfile | None] = None
+
+    @strawberry.field
+    async def project(self, info: Info) -> ProjectType:
+        return await project_of(info, self._model.project_id)
+
+    @strawberry.field(description="Where its instances go; null: the default cluster.")
+    async def cluster(self, info: Info) -> ClusterType | None:
+        cluster_id = self._model.cluster_id
+        if cluster_id is None:
+            return None
+        cluster = await info.context.loaders.get(clusters_by_id).load(cluster_id)
+        return ClusterType.of(cluster) if cluster else None
+
+    @strawberry.field(
+        description="One per input of the template version. A sensitive input's value shows as "
+        '"********"; given back unchanged, it keeps the stored value.'
+    )
+    def input_settings(self, info: Info) -> list[InputSetting]:
+        if self._read is not None:
+            return self._read.input_settings
+        return _later(self._load_input_settings(info))
+
+    @strawberry.field
+    def environment_template_version(self, info: Info) -> EnvironmentTemplateVersionType:
+        if self._read is not None:
+            return self._read.version
+        return _later(self._load_version(info))
+
+    @strawberry.field
+    def environment_template(self, info: Info) -> EnvironmentTemplateType:
+        if self._read is not None:
+            return self._read.template
+        return _later(self._load_template(info))
+
+    @strawberry.field
+    def sharing(self, info: Info) -> SharingType:
+        if self._read is not None:
+            return self._read.sharing
+        return _later(self._load_sharing(info))
+
+    async def _version(self, info: Info) -> EnvironmentTemplateVersion:
+        version = await info.context.loaders.get(versions_by_id).load(self._model.template_version_id)
+        assert version is not None
+        return version
+
+    async def _load_input_settings(self, info: Info) -> list[InputSetting]:
+        return _input_settings(self._model, _sensitive_inputs(await self._version(info)))
+
+    async def _load_version(self, info: Info) -> EnvironmentTemplateVersionType:
+        return EnvironmentTemplateVersionType.of(await self._version(info))
+
+    async def _load_template(self, info: Info) -> EnvironmentTemplateType:
+        version = await self._version(info)
+        template = await info.context.loaders.get(templates_by_id).load(version.template_id)
+        assert template is not None
+        return EnvironmentTemplateType.of(template)
+
+    async def _load_sharing(self, info: Info) -> SharingType:
+        shared = await info.context.loaders.get(shares_of_profile).load(self._model.id)
+        visible = sharing.visible_targets(info.context.actor, self._model.project_id, shared)
+        loaded = await info.context.loaders.get(projects_by_id).load_many(visible)
+        projects = [p for p in loaded if p is not None]
+        return SharingType(
+            mode=self._model.sharing_mode,
+            projects=[ProjectType.of(p) for p in sorted(projects, key=_by_name)],
+        )
+
+    @classmethod
+    def of(cls, profile: ComputeProfile, read: _ReadWithProfile | None = None) -> ComputeProfileType:
+        return cls(
+            id=strawberry.ID(str(profile.id)),
+            name=profile.name,
+            display_name=profile.display_name,
+            description=profile.description,
+            allocation_type=profile.allocation_type,
+            resources=ComputeResources(
+                cpu=profile.cpu,
+                memory=profile.memory,
+                storage=profile.storage,
+                gpu_count=profile.gpu_count,
+                gpu_vendor=profile.gpu_vendor,
+                gpu_model=profile.gpu_model,
+            ),
+            labels=key_values(profile.labels),
+            annotations=key_values(profile.annotations),
+            icon_url=profile.icon_url,
+            readme=profile.readme,
+            readme_html=profile.readme_html,
+            output_settings=[
+                OutputSetting(
+                    name=s["name"], display_name=s.get("displayName"), visible=bool(s.get("visible", True))
+                )
+                for s in profile.output_settings
+            ],
+            created_at=profile.created_at,
+            updated_at=profile.updated_at,
+            _model=profile,
+            _read=read,
+        )
+
+
+def _by_name(project: Project) -> str:
+    return project.name
+
+
+def _sensitive_inputs(version: EnvironmentTemplateVersion) -> frozenset[str]:
+    return frozenset(d["name"] for d in version.inputs if d.get("sensitive"))
+
+
+def _input_settings(profile: ComputeProfile, sensitive: frozenset[str]) -> list[InputSetting]:
+    """The profile's settings as the API shows them: a sensitive input's value masked."""
+    return [
+        InputSetting(
+            name=s["name"],
+            value=SENSITIVE_MASK if s["name"] in sensitive and s.get("value") is not None else s.get("value"),
+            required=bool(s.get("required")),
+            override=OverridePolicy(s.get("override", "ALLOWED")),
+            allowed_values=list(s.get("allowedValues") or []),
+        )
+        for s in profile.input_settings
+    ]
+
+
+@dataclass(frozen=True)
+class _ReadWithProfile:
+    input_settings: list[InputSetting]
+    version: EnvironmentTemplateVersionType
+    template: EnvironmentTemplateType
+    sharing: SharingType
+
+
+class Listing:
+    """The types of a list's profiles (ListedProfile) for one caller: each version, template and
+    project made once, and shared by the profiles that show it."""
+
+    def __init__(self, info: Info) -> None:
+        self.actor = info.context.actor
+        self.versions: dict[uuid.UUID, tuple[EnvironmentTemplateVersionType, frozenset[str]]] = {}
+        self.templates: dict[uuid.UUID, EnvironmentTemplateType] = {}
+        self.projects: dict[uuid.UUID, ProjectType] = {}
+
+    def profile(self, listed: ListedProfile) -> ComputeProfileType:
+        profile = listed.profile
+        known = self.versions.get(listed.version.id)
+        if known is None:
+            known = self.versions[listed.version.id] = (
+                EnvironmentTemplateVersionType.of(listed.version),
+                _sensitive_inputs(listed.version),
+            )
+        version, sensitive = known
+        template = self.templates.get(listed.template.id)
+        if template is None:
+            template = self.templates[listed.template.id] = EnvironmentTemplateType.of(listed.template)
+        by_id = {p.id: p for p in listed.shared_with}
+        visible = sharing.visible_targets(self.actor, profile.project_id, list(by_id))
+        projects = sorted((by_id[pid] for pid in visible), key=_by_name)
+        return ComputeProfileType.of(
+            profile,
+            _ReadWithProfile(
+                input_settings=_input_settings(profile, sensitive),
+                version=version,
+                template=template,
+                sharing=SharingType(mode=profile.sharing_mode, projects=[self.project(p) for p in projects]),
+            ),
+        )
+
+    def project(self, project: Project) -> ProjectType:
+        made = self.projects.get(project.id)
+        if made is None:
+            made = self.projects[project.id] = ProjectType.of(project)
+        return made
+
+
+@strawberry.input
+class CreateComputeProfileInput:
+    project: str
+    name: str
+    display_name: str
+    allocation_type: AllocationType
+    environment_template_version: strawberry.ID
+    resources: ComputeResourcesInput
+    description: str | None = None
+    labels: list[KeyValueInput] | None = None
+    annotations: list[KeyValueInput] | None = None
+    icon_url: str | None = None
+    readme: str | None = None
+    input_settings: list[InputSettingInput] | None = None
+    output_settings: list[OutputSettingInput] | None = None
+    cluster: strawberry.ID | None = None
+
+
+@strawberry.input(
+    description="`name` may be given only with its current value: another value is an IMMUTABLE error."
+)
+class UpdateComputeProfileInput:
+    id: strawberry.ID
+    name: str | None = None
+    display_name: str | None = None
+    description: str | None = None
+    allocation_type: AllocationType | None = None
+    environment_template_version: strawberry.ID | None = None
+    resources: ComputeResourcesInput | None = None
+    labels: list[KeyValueInput] | None = None
+    annotations: list[KeyValueInput] | None = None
+    icon_url: str | None = None
+    readme: str | None = None
+    input_settings: list[InputSettingInput] | None = None
+    output_settings: list[OutputSettingInput] | None = None
+    cluster: strawberry.ID | None = None
+
+
+def profile_in(data: CreateComputeProfileInput | UpdateComputeProfileInput) -> profiles.ProfileIn:
+    return profiles.ProfileIn(
+        name=data.name,
+        display_name=data.display_name,
+        description=data.description,
+        allocation_type=data.allocation_type,
+        template_version_id=data.environment_template_version,
+        resources=data.resources.to_service() if data.resources else None,
+        labels=pairs_in(data.labels),
+        annotations=pairs_in(data.annotations),
+        icon_url=data.icon_url,
+        readme=data.readme,
+        cluster_id=data.cluster,
+        input_settings=None
+        if data.input_settings is None
+        else [
+            profile_settings.InputSettingIn(
+                name=s.name,
+                value=s.value,
+                required=s.required,
+                override=s.override.value if s.override else None,
+                allowed_values=s.allowed_values,
+            )
+            for s in data.input_settings
+        ],
+        output_settings=None
+        if data.output_settings is None
+        else [
+            profile_settings.OutputSettingIn(name=s.name, display_name=s.display_name, visible=s.visible)
+            for s in data.output_settings
+        ],
+    )
+
+
+@strawberry.type
+class ComputeProfilePayload:
+    compute_profile: ComputeProfileType | None
+    user_errors: list[UserError]
+
+
+def profile_payload(profile: ComputeProfile | None, errors: list[UserError]) -> ComputeProfilePayload:
+    return ComputeProfilePayload(
+        compute_profile=ComputeProfileType.of(profile) if profile else None, user_errors=errors
+    )
