@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import uuid
+from dataclasses import dataclass
 from html.parser import HTMLParser
 
 import pytest
@@ -15,6 +17,9 @@ from gpupaas.catalog.readme import (
     readme_problem,
     render_readme,
 )
+from gpupaas.catalog.service.profiles import readme_preview
+from gpupaas.core.actor import ANONYMOUS, Actor
+from gpupaas.core.errors import InvalidArgument, NotAuthenticated
 from tests.conftest import GraphQLClient
 
 Attrs = list[tuple[str, str | None]]
@@ -413,3 +418,23 @@ async def test_the_preview_query_renders_as_the_profile_would(db: object, gql: G
     assert too_long["errors"][0]["extensions"]["code"] == "INVALID"
     anonymous = await gql(query, {"m": "# Hi"})
     assert anonymous["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED"
+
+
+@dataclass(frozen=True)
+class _User:
+    id: uuid.UUID
+    username: str
+    is_platform_admin: bool = False
+
+
+def test_the_preview_is_for_users_and_says_why_a_readme_cannot_be_stored() -> None:
+    alice = Actor(user=_User(uuid.uuid4(), "alice"))
+    too_long = "x" * (MAX_README_LENGTH + 1)
+
+    assert readme_preview(alice, "# Hi") == render_readme("# Hi")
+    assert readme_preview(alice, "  ") is None
+    with pytest.raises(InvalidArgument) as refused:
+        readme_preview(alice, too_long)
+    assert str(refused.value) == f"markdown: {readme_problem(too_long)}"
+    with pytest.raises(NotAuthenticated):
+        readme_preview(ANONYMOUS, "# Hi")

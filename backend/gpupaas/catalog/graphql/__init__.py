@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import strawberry
 
-from gpupaas.catalog import readme as readme_mod
 from gpupaas.catalog.graphql.profiles import (
     ComputeProfilePayload,
     ComputeProfileType,
@@ -29,7 +28,6 @@ from gpupaas.catalog.graphql.templates import (
 )
 from gpupaas.catalog.models import VersionState
 from gpupaas.catalog.service import profiles, templates
-from gpupaas.core.errors import InvalidArgument
 from gpupaas.graphql.common import DeletePayload, attempt, delete_payload
 from gpupaas.graphql.connections import Connection, cursor_of
 from gpupaas.graphql.context import Info
@@ -43,11 +41,7 @@ class CatalogQuery:
         "(too long, control characters) is an INVALID error saying why."
     )
     async def render_readme(self, info: Info, markdown: str) -> str | None:
-        info.context.actor.require_user()
-        problem = readme_mod.readme_problem(markdown)
-        if problem is not None:
-            raise InvalidArgument(f"markdown: {problem}")
-        return readme_mod.render_readme(markdown)
+        return profiles.readme_preview(info.context.actor, markdown)
 
     @strawberry.field(
         description="The project's templates and the built-in ones; "
@@ -74,7 +68,7 @@ class CatalogQuery:
         after: str | None = None,
     ) -> Connection[ComputeProfileType]:
         page = await profiles.list_profiles(info.context.actor, project, search, first, after)
-        return Connection.of(page, Listing(info).profile, lambda row: cursor_of(row.profile))
+        return Connection.of(page, Listing().profile, lambda row: cursor_of(row.profile))
 
     @strawberry.field
     async def compute_profile(self, info: Info, id: strawberry.ID) -> ComputeProfileType | None:
@@ -85,7 +79,7 @@ class CatalogQuery:
         description="The SKUs a project's users may launch: its own profiles and those shared with it."
     )
     async def catalog(self, info: Info, project: str, search: str | None = None) -> list[ComputeProfileType]:
-        listing = Listing(info)
+        listing = Listing()
         return [listing.profile(row) for row in await profiles.catalog(info.context.actor, project, search)]
 
 

@@ -10,16 +10,15 @@ the request's DataLoaders, so lists cost a fixed number of queries whatever thei
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import strawberry
 from strawberry.dataloader import DataLoader
 
-from gpupaas.accounts import sharing
 from gpupaas.accounts.graphql import ProjectType, project_of, projects_by_id
 from gpupaas.accounts.models import Project
 from gpupaas.accounts.sharing import SharingMode
@@ -35,9 +34,8 @@ from gpupaas.catalog.models import (
     ComputeProfileShare,
     EnvironmentTemplateVersion,
 )
-from gpupaas.catalog.reads import ListedProfile
-from gpupaas.catalog.service import profile_settings, profiles
-from gpupaas.catalog.service.definitions import SENSITIVE_MASK
+from gpupaas.catalog.service import profile_settings, profiles, visibility
+from gpupaas.catalog.service.visibility import ShownProfile
 from gpupaas.clusters.graphql import ClusterType, clusters_by_id
 from gpupaas.core.gpus import Vendor
 from gpupaas.graphql.common import KeyValue, KeyValueInput, UserError, key_values, pairs_in
@@ -175,8 +173,9 @@ class ComputeProfileType:
     created_at: datetime
     updated_at: datetime
     _model: strawberry.Private[ComputeProfile]
-    # What a list read along with the profile (catalog.reads.ListedProfile), as the API shows it:
-    # the resolvers answer from it. None: they load what they show through the DataLoaders.
+    # What a list read along with the profile (catalog.service.visibility.ShownProfile), as the
+    # API shows it: the resolvers answer from it. None: they load what they show through the
+    # DataLoaders.
     _read: strawberry.Private[_ReadWithProfile | None] = None
 
     @strawberry.field
@@ -224,7 +223,8 @@ class ComputeProfileType:
         return version
 
     async def _load_input_settings(self, info: Info) -> list[InputSetting]:
-        return _input_settings(self._model, _sensitive_inputs(await self._version(info)))
+        sensitive = visibility.sensitive_inputs(await self._version(info))
+        return _input_settings(visibility.input_settings_shown(self._model, sensitive))
 
     async def _load_version(self, info: Info) -> EnvironmentTemplateVersionType:
         return EnvironmentTemplateVersionType.of(await self._version(info))
@@ -237,13 +237,9 @@ class ComputeProfileType:
 
     async def _load_sharing(self, info: Info) -> SharingType:
         shared = await info.context.loaders.get(shares_of_profile).load(self._model.id)
-        visible = sharing.visible_targets(info.context.actor, self._model.project_id, shared)
-        loaded = await info.context.loaders.get(projects_by_id).load_many(visible)
-        projects = [p for p in loaded if p is not None]
-        return SharingType(
-            mode=self._model.sharing_mode,
-            projects=[ProjectType.of(p) for p in sorted(projects, key=_by_name)],
-        )
+        shown = visibility.share_targets_shown(info.context.actor, self._model, shared)
+        loaded = await info.context.loaders.get(projects_by_id).load_many(shown)
+        return _sharing(self._model, [p for p in loaded if p is not None], ProjectType.of)
 
     @classmethod
     def of(cls, profile: ComputeProfile, read: _ReadWithProfile | None = None) -> ComputeProfileType:
@@ -279,26 +275,32 @@ class ComputeProfileType:
         )
 
 
-def _by_name(project: Project) -> str:
-    return project.name
-
-
-def _sensitive_inputs(version: EnvironmentTemplateVersion) -> frozenset[str]:
-    return frozenset(d["name"] for d in version.inputs if d.get("sensitive"))
-
-
-def _input_settings(profile: ComputeProfile, sensitive: frozenset[str]) -> list[InputSetting]:
-    """The profile's settings as the API shows them: a sensitive input's value masked."""
+def _input_settings(shown: list[dict[str, Any]]) -> list[InputSetting]:
+    """Input settings as visibility.input_settings_shown gives them, as types."""
     return [
         InputSetting(
             name=s["name"],
-            value=SENSITIVE_MASK if s["name"] in sensitive and s.get("value") is not None else s.get("value"),
+            value=s.get("value"),
             required=bool(s.get("required")),
             override=OverridePolicy(s.get("override", "ALLOWED")),
             allowed_values=list(s.get("allowedValues") or []),
         )
-        for s in profile.input_settings
+        for s in shown
     ]
+
+
+def _sharing(
+    profile: ComputeProfile, shown: list[Project], project_type: Callable[[Project], ProjectType]
+) -> SharingType:
+    """The profile's sharing with the share targets shown (visibility.share_targets_shown), by name."""
+    return SharingType(
+        mode=profile.sharing_mode,
+        projects=[project_type(p) for p in sorted(shown, key=_by_name)],
+    )
+
+
+def _by_name(project: Project) -> str:
+    return project.name
 
 
 @dataclass(frozen=True)
@@ -310,37 +312,28 @@ class _ReadWithProfile:
 
 
 class Listing:
-    """The types of a list's profiles (ListedProfile) for one caller: each version, template and
-    project made once, and shared by the profiles that show it."""
+    """The types of a list's profiles (ShownProfile): each version, template and project made
+    once, and shared by the profiles that show it."""
 
-    def __init__(self, info: Info) -> None:
-        self.actor = info.context.actor
-        self.versions: dict[uuid.UUID, tuple[EnvironmentTemplateVersionType, frozenset[str]]] = {}
+    def __init__(self) -> None:
+        self.versions: dict[uuid.UUID, EnvironmentTemplateVersionType] = {}
         self.templates: dict[uuid.UUID, EnvironmentTemplateType] = {}
         self.projects: dict[uuid.UUID, ProjectType] = {}
 
-    def profile(self, listed: ListedProfile) -> ComputeProfileType:
-        profile = listed.profile
-        known = self.versions.get(listed.version.id)
-        if known is None:
-            known = self.versions[listed.version.id] = (
-                EnvironmentTemplateVersionType.of(listed.version),
-                _sensitive_inputs(listed.version),
-            )
-        version, sensitive = known
-        template = self.templates.get(listed.template.id)
+    def profile(self, shown: ShownProfile) -> ComputeProfileType:
+        version = self.versions.get(shown.version.id)
+        if version is None:
+            version = self.versions[shown.version.id] = EnvironmentTemplateVersionType.of(shown.version)
+        template = self.templates.get(shown.template.id)
         if template is None:
-            template = self.templates[listed.template.id] = EnvironmentTemplateType.of(listed.template)
-        by_id = {p.id: p for p in listed.shared_with}
-        visible = sharing.visible_targets(self.actor, profile.project_id, list(by_id))
-        projects = sorted((by_id[pid] for pid in visible), key=_by_name)
+            template = self.templates[shown.template.id] = EnvironmentTemplateType.of(shown.template)
         return ComputeProfileType.of(
-            profile,
+            shown.profile,
             _ReadWithProfile(
-                input_settings=_input_settings(profile, sensitive),
+                input_settings=_input_settings(shown.input_settings),
                 version=version,
                 template=template,
-                sharing=SharingType(mode=profile.sharing_mode, projects=[self.project(p) for p in projects]),
+                sharing=_sharing(shown.profile, shown.shared_with, self.project),
             ),
         )
 

@@ -140,8 +140,11 @@ class EnvironmentTemplateVersionType:
         assert template is not None
         owner = await info.context.loaders.get(projects_by_id).load(template.project_id)
         assert owner is not None
-        if not visibility.can_see_internals(info.context.actor, template, owner):
-            return None
+        return await visibility.resources_shown(
+            info.context.actor, template, owner, lambda: self._load_resources(info)
+        )
+
+    async def _load_resources(self, info: Info) -> str:
         version = self._model
         # The lists read versions without their resources (catalog.reads): a partial model, on
         # which the attribute is missing.

@@ -5,7 +5,8 @@
 - `profile_settings`: a profile's settings of its version's inputs and outputs, checked.
 - `definitions`: the inputs and outputs a version declares, as stored; override policies and the
   mask for sensitive values (compute's snapshots read them too).
-- `visibility`: what a caller may see: the projects its lists are for, template internals.
+- `visibility`: what a caller may see: the projects its lists are for, template internals,
+  input values (sensitive ones masked), share targets; the lists' profiles as shown.
 
 Project ADMINs manage their project's templates and profiles; MEMBERs read them (template
 internals hidden) and see the catalog; anything in a project the caller cannot see is reported

@@ -1,7 +1,7 @@
 """The rules of compute profiles (the SKUs): create and update (resources, labels and annotations,
 icon, readme, the cluster, the template version pinned and the settings of its inputs and
-outputs), sharing with other projects, delete, the profile list and the catalog, and what keeps a
-cluster in use.
+outputs), sharing with other projects, delete, the profile list and the catalog, the readme's
+preview, and what keeps a cluster in use.
 
 A project's ADMINs manage its profiles; its MEMBERs, and those of the projects a profile is
 shared with, see it in their catalog. A profile the caller may not see is reported as not existing.
@@ -36,12 +36,12 @@ from gpupaas.catalog.service.profile_settings import (
     resolve_input_settings,
     resolve_output_settings,
 )
-from gpupaas.catalog.service.visibility import project_for_listing
+from gpupaas.catalog.service.visibility import ShownProfile, profiles_shown, project_for_listing
 from gpupaas.clusters.models import Cluster
 from gpupaas.clusters.service import cluster_for_profile
 from gpupaas.core import quantities, validation
 from gpupaas.core.actor import Actor
-from gpupaas.core.errors import Collector, ErrorCode, Forbidden, UserErrors
+from gpupaas.core.errors import Collector, ErrorCode, Forbidden, InvalidArgument, UserErrors
 from gpupaas.core.gpus import Vendor
 from gpupaas.core.ids import parse_id
 from gpupaas.core.pagination import Page
@@ -112,22 +112,40 @@ async def _require_profile_admin(actor: Actor, profile_id: str, field: tuple[str
 
 async def list_profiles(
     actor: Actor, project: str, search: str | None, first: int | None, after: str | None
-) -> Page[reads.ListedProfile]:
+) -> Page[ShownProfile]:
     """The profiles a project owns, newest first (its admins' view); search matches name, display
-    name and description. Each with its version, template and share targets (catalog.reads)."""
+    name and description. Each with its version, template and share targets (catalog.reads), as
+    the caller may see them (visibility.profiles_shown)."""
     owner = await project_for_listing(actor, project)
     if not actor.is_admin_of(owner.id):
         raise Forbidden(
             f'Only admins of project "{owner.name}" manage its compute profiles; members use the catalog.'
         )
-    return await reads.profile_page(owner.id, search, first, after)
+    page = await reads.profile_page(owner.id, search, first, after)
+    return Page(
+        rows=profiles_shown(actor, page.rows),
+        has_next=page.has_next,
+        has_previous=page.has_previous,
+        total=page.total,
+    )
 
 
-async def catalog(actor: Actor, project: str, search: str | None) -> list[reads.ListedProfile]:
+async def catalog(actor: Actor, project: str, search: str | None) -> list[ShownProfile]:
     """What the project's users may launch: its own profiles and those shared with it, by display
-    name. Each with its version, template and share targets (catalog.reads)."""
+    name. Each with its version, template and share targets (catalog.reads), as the caller may see
+    them (visibility.profiles_shown)."""
     owner = await project_for_listing(actor, project)
-    return await reads.catalog(owner.id, search)
+    return profiles_shown(actor, await reads.catalog(owner.id, search))
+
+
+def readme_preview(actor: Actor, markdown: str) -> str | None:
+    """A readme as the catalog would show it (the profile form's live preview): None when empty;
+    one that could not be stored is an InvalidArgument saying why."""
+    actor.require_user()
+    problem = readme_mod.readme_problem(markdown)
+    if problem is not None:
+        raise InvalidArgument(f"markdown: {problem}")
+    return readme_mod.render_readme(markdown)
 
 
 async def _pinnable_version(

@@ -1,11 +1,20 @@
-"""What a caller may see of the catalog: the projects its lists are for (a project the caller
-cannot see is reported as not existing) and template internals (the owning project's admins)."""
+"""What a caller may see of the catalog, decided here and nowhere else (the GraphQL layer shows
+what these functions give): the projects its lists are for, template internals, a profile's input
+values (sensitive ones masked for everyone) and the projects a profile is shared with."""
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gpupaas.accounts import sharing
 from gpupaas.accounts.models import Project
 from gpupaas.accounts.service import project_by_name
-from gpupaas.catalog.models import EnvironmentTemplate
+from gpupaas.catalog.models import ComputeProfile, EnvironmentTemplate, EnvironmentTemplateVersion
+from gpupaas.catalog.reads import ListedProfile
+from gpupaas.catalog.service.definitions import SENSITIVE_MASK
 from gpupaas.core.actor import Actor
 from gpupaas.core.errors import NotFound
 
@@ -18,8 +27,92 @@ async def project_for_listing(actor: Actor, project: str) -> Project:
     return found
 
 
+# ---------------------------------------------------------------- template internals
+
+
 def can_see_internals(actor: Actor, template: EnvironmentTemplate, owner: Project) -> bool:
     """Template YAML is for the owning project's admins; built-in YAML for any project admin."""
     if actor.is_admin_of(owner.id):
         return True
     return owner.is_system and any(actor.is_admin_of(pid) for pid in actor.roles)
+
+
+async def resources_shown(
+    actor: Actor, template: EnvironmentTemplate, owner: Project, read: Callable[[], Awaitable[str]]
+) -> str | None:
+    """A version of `template` (owned by `owner`) as the caller sees its manifests: `read()`'s
+    text for those who may see template internals, None for the others, for whom it is not read
+    (the lists read versions without their manifests; reading them costs a query)."""
+    if not can_see_internals(actor, template, owner):
+        return None
+    return await read()
+
+
+# ---------------------------------------------------------------- input values
+
+
+def sensitive_inputs(version: EnvironmentTemplateVersion) -> frozenset[str]:
+    """The names of the version's inputs whose values are never shown."""
+    return frozenset(d["name"] for d in version.inputs if d.get("sensitive"))
+
+
+def input_settings_shown(profile: ComputeProfile, sensitive: frozenset[str]) -> list[dict[str, Any]]:
+    """The profile's input settings (as stored) as everyone, its admins included, is shown them:
+    the value of a `sensitive` input that has one is SENSITIVE_MASK (which, given back, keeps it:
+    profile_settings). The stored settings are left as they are."""
+    return [
+        {**setting, "value": SENSITIVE_MASK}
+        if setting["name"] in sensitive and setting.get("value") is not None
+        else setting
+        for setting in profile.input_settings
+    ]
+
+
+# ---------------------------------------------------------------- share targets
+
+
+def share_targets_shown(
+    actor: Actor, profile: ComputeProfile, shared: Sequence[uuid.UUID]
+) -> list[uuid.UUID]:
+    """Which of the projects the profile is shared with (`shared`, by id) the caller is shown:
+    every one to the owning project's members and platform admins, only their own projects to
+    the members of the others."""
+    return sharing.visible_targets(actor, profile.project_id, shared)
+
+
+# ---------------------------------------------------------------- the lists
+
+
+@dataclass(frozen=True)
+class ShownProfile:
+    """A profile of the profile list or the catalog as the caller may see it: the version it pins
+    (without its manifests: resources_shown) and that version's template, its input settings as
+    shown and the projects it is shared with that the caller is shown."""
+
+    profile: ComputeProfile
+    version: EnvironmentTemplateVersion
+    template: EnvironmentTemplate
+    input_settings: list[dict[str, Any]]
+    shared_with: list[Project]
+
+
+def profiles_shown(actor: Actor, rows: Sequence[ListedProfile]) -> list[ShownProfile]:
+    """The listed profiles (catalog.reads) as the caller may see them; the versions, templates and
+    projects the rows share stay shared, and each version's sensitive inputs are found once."""
+    sensitive: dict[uuid.UUID, frozenset[str]] = {}
+    shown = []
+    for row in rows:
+        secret = sensitive.get(row.version.id)
+        if secret is None:
+            secret = sensitive[row.version.id] = sensitive_inputs(row.version)
+        targets = {project.id: project for project in row.shared_with}
+        shown.append(
+            ShownProfile(
+                profile=row.profile,
+                version=row.version,
+                template=row.template,
+                input_settings=input_settings_shown(row.profile, secret),
+                shared_with=[targets[pid] for pid in share_targets_shown(actor, row.profile, list(targets))],
+            )
+        )
+    return shown
