@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
-from typing import Any, TypeVar, cast
+from typing import Any
 
 import strawberry
 from strawberry.dataloader import DataLoader
@@ -52,16 +52,6 @@ class OverridePolicy(Enum):
     NOT_ALLOWED = "NOT_ALLOWED"
     ALLOWED = "ALLOWED"
     RESTRICTED = "RESTRICTED"
-
-
-T = TypeVar("T")
-
-
-def _later(work: Awaitable[T]) -> T:
-    """What a plain resolver returns when its value is still to be loaded: graphql-core awaits
-    whatever awaitable a resolver returns, so one plain function answers at once when the value was
-    read already and loads it otherwise (an async resolver costs a coroutine and a task per call)."""
-    return cast(T, work)
 
 
 def profiles_by_id() -> DataLoader[uuid.UUID, ComputeProfile | None]:
@@ -190,32 +180,42 @@ class ComputeProfileType:
         cluster = await info.context.loaders.get(clusters_by_id).load(cluster_id)
         return ClusterType.of(cluster) if cluster else None
 
+    # The four fields a list read along with the profile are plain resolvers that give either
+    # the value at once or an awaitable that loads it (graphql-core awaits whatever awaitable a
+    # resolver returns): an async resolver would cost a coroutine and an asyncio task per field
+    # and profile even when the value is at hand. Their Python type says so; `graphql_type` is
+    # what the schema shows.
     @strawberry.field(
         description="One per input of the template version. A sensitive input's value shows as "
-        '"********"; given back unchanged, it keeps the stored value.'
+        '"********"; given back unchanged, it keeps the stored value.',
+        graphql_type=list[InputSetting],
     )
-    def input_settings(self, info: Info) -> list[InputSetting]:
+    def input_settings(self, info: Info) -> list[InputSetting] | Awaitable[list[InputSetting]]:
         if self._read is not None:
             return self._read.input_settings
-        return _later(self._load_input_settings(info))
+        return self._load_input_settings(info)
 
-    @strawberry.field
-    def environment_template_version(self, info: Info) -> EnvironmentTemplateVersionType:
+    @strawberry.field(graphql_type=EnvironmentTemplateVersionType)
+    def environment_template_version(
+        self, info: Info
+    ) -> EnvironmentTemplateVersionType | Awaitable[EnvironmentTemplateVersionType]:
         if self._read is not None:
             return self._read.version
-        return _later(self._load_version(info))
+        return self._load_version(info)
 
-    @strawberry.field
-    def environment_template(self, info: Info) -> EnvironmentTemplateType:
+    @strawberry.field(graphql_type=EnvironmentTemplateType)
+    def environment_template(
+        self, info: Info
+    ) -> EnvironmentTemplateType | Awaitable[EnvironmentTemplateType]:
         if self._read is not None:
             return self._read.template
-        return _later(self._load_template(info))
+        return self._load_template(info)
 
-    @strawberry.field
-    def sharing(self, info: Info) -> SharingType:
+    @strawberry.field(graphql_type=SharingType)
+    def sharing(self, info: Info) -> SharingType | Awaitable[SharingType]:
         if self._read is not None:
             return self._read.sharing
-        return _later(self._load_sharing(info))
+        return self._load_sharing(info)
 
     async def _version(self, info: Info) -> EnvironmentTemplateVersion:
         version = await info.context.loaders.get(versions_by_id).load(self._model.template_version_id)
