@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import strawberry
 from strawberry.dataloader import DataLoader
 
-from gpupaas.accounts import sharing
 from gpupaas.accounts.graphql import ProjectType, project_of, projects_by_id
 from gpupaas.accounts.service import project_by_name
 from gpupaas.catalog.graphql.profiles import (
@@ -29,6 +28,7 @@ from gpupaas.catalog.graphql.profiles import (
     shares_of_profile,
 )
 from gpupaas.catalog.models import AllocationType
+from gpupaas.catalog.service.visibility import profile_visible
 from gpupaas.clusters.graphql import ClusterType, clusters_by_id
 from gpupaas.compute import configuration, service
 from gpupaas.compute.models import ComputeInstance, ComputeInstanceShare
@@ -192,12 +192,8 @@ class ComputeInstanceType:
             return None
         owner = await loaders.get(projects_by_id).load(profile.project_id)
         assert owner is not None
-
-        async def shared_with_any(project_ids: list[uuid.UUID]) -> bool:
-            shared = await loaders.get(shares_of_profile).load(profile_id)
-            return any(p in project_ids for p in shared)
-
-        visible = await sharing.visible_to(info.context.actor, owner, profile.sharing_mode, shared_with_any)
+        shares = functools.partial(loaders.get(shares_of_profile).load, profile_id)
+        visible = await profile_visible(info.context.actor, profile, owner, shares)
         return ComputeProfileType.of(profile) if visible else None
 
     @strawberry.field(description="The profile changed after this instance took its snapshot of it.")
@@ -211,7 +207,7 @@ class ComputeInstanceType:
     @strawberry.field
     async def sharing(self, info: Info) -> SharingType:
         shared = await info.context.loaders.get(shares_of_instance).load(self._model.id)
-        visible = sharing.visible_targets(info.context.actor, self._model.project_id, shared)
+        visible = service.share_targets_shown(info.context.actor, self._model, shared)
         loaded = await info.context.loaders.get(projects_by_id).load_many(visible)
         projects = [p for p in loaded if p is not None]
         return SharingType(

@@ -90,6 +90,14 @@ async def _require_own(actor: Actor, instance_id: str, field: tuple[str, ...]) -
     return instance
 
 
+def share_targets_shown(
+    actor: Actor, instance: ComputeInstance, shared: Sequence[uuid.UUID]
+) -> list[uuid.UUID]:
+    """The projects the instance is shared with, as the caller may see them: all of them for its
+    own project's members, only their own projects for the others."""
+    return sharing.visible_targets(actor, instance.project_id, shared)
+
+
 def shared_filter(project: Project) -> Q:
     """The project's instances and those shared with it. The shares are a subquery, not a join:
     no row comes twice, so the list needs no DISTINCT over every column (bench/scale.py)."""

@@ -6,8 +6,8 @@ deleted.
 
 `Snapshot` is the typed form of the JSON kept in `compute_instances.snapshot` (camelCase keys, as
 written since the first release; `snapshotVersion` says which form a row holds, 1 when absent). The
-input and output definitions and settings stay in the catalog's JSON form (catalog.service's
-`definition_from_json`, ...). `effective_inputs` gives the values a deploy uses.
+input and output definitions and settings stay in the catalog's JSON form
+(catalog/service/definitions.py). `effective_inputs` gives the values a deploy uses.
 """
 
 from __future__ import annotations

@@ -30,6 +30,21 @@ async def project_for_listing(actor: Actor, project: str) -> Project:
 # ---------------------------------------------------------------- template internals
 
 
+async def profile_visible(
+    actor: Actor,
+    profile: ComputeProfile,
+    owner: Project,
+    shares: Callable[[], Awaitable[Sequence[uuid.UUID]]],
+) -> bool:
+    """Whether the caller sees the profile (its project's members, or a project it is shared with);
+    `shares` gives the projects it is shared with, asked for only when they decide."""
+
+    async def shared_with_any(project_ids: list[uuid.UUID]) -> bool:
+        return any(p in project_ids for p in await shares())
+
+    return await sharing.visible_to(actor, owner, profile.sharing_mode, shared_with_any)
+
+
 def can_see_internals(actor: Actor, template: EnvironmentTemplate, owner: Project) -> bool:
     """Template YAML is for the owning project's admins; built-in YAML for any project admin."""
     if actor.is_admin_of(owner.id):
