@@ -49,7 +49,7 @@ from gpupaas.graphql.common import (
 )
 from gpupaas.graphql.connections import Connection, cursor_of
 from gpupaas.graphql.context import Info
-from gpupaas.graphql.follow import follow_events
+from gpupaas.graphql.follow import follow_status
 from gpupaas.graphql.loaders import Loaders, by_id, grouped, grouped_pairs
 from gpupaas.runs.models import DeploymentRun
 from gpupaas.runs.states import RunAction, RunStatus
@@ -424,15 +424,8 @@ class ComputeSubscription:
         self, info: Info, id: strawberry.ID
     ) -> AsyncGenerator[ComputeInstanceStatusEvent, None]:
         actor = info.context.actor
-        broadcaster = info.context.broadcaster
-        if actor.user is None:
-            raise NotAuthenticated()
-        instance = await service.get_instance(actor, id)
-        if instance is None or broadcaster is None:
-            raise NotFound("No such compute instance.")
-        async for event in follow_events(
-            info, broadcaster, str(instance.id), lambda: service.get_instance(actor, id), _event
-        ):
+        load = functools.partial(service.get_instance, actor, id)
+        async for event in follow_status(info, load, _event, missing="No such compute instance."):
             yield event
 
     @strawberry.subscription(

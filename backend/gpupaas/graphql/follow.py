@@ -12,11 +12,13 @@ state re-read after an overflow, are each subscriber's own.
 from __future__ import annotations
 
 import functools
+import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from datetime import datetime
 from enum import Enum
 from typing import Protocol, TypeVar
 
+from gpupaas.core.errors import NotAuthenticated, NotFound
 from gpupaas.events.broadcast import Overflow, StatusBroadcaster, StatusEvent
 from gpupaas.graphql.context import Info
 from gpupaas.graphql.fanout import visibility_of
@@ -24,6 +26,7 @@ from gpupaas.graphql.loaders import Loaders
 
 
 class Followed(Protocol):
+    id: uuid.UUID
     version: int
     status_message: str | None
     updated_at: datetime
@@ -82,3 +85,22 @@ async def follow_events(
             if event is None:
                 return
             yield event
+
+
+async def follow_status(
+    info: Info,
+    load: Callable[[], Awaitable[F | None]],
+    make: Callable[[F, str, str | None, datetime], E],
+    *,
+    missing: str,
+) -> AsyncGenerator[E, None]:
+    """A status subscription of one object: signed in, the object visible to the caller (`load`
+    reads it as the caller may see it; `missing` when it cannot), then `follow_events`."""
+    if info.context.actor.user is None:
+        raise NotAuthenticated()
+    found = await load()
+    broadcaster = info.context.broadcaster
+    if found is None or broadcaster is None:
+        raise NotFound(missing)
+    async for event in follow_events(info, broadcaster, str(found.id), load, make):
+        yield event

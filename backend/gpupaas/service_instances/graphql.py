@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import AsyncGenerator
 from datetime import datetime
@@ -15,7 +16,6 @@ from gpupaas.accounts.graphql import ProjectType, project_of
 from gpupaas.clusters.graphql import cluster_of
 from gpupaas.compute.graphql import ComputeInstanceType, compute_instances_by_id
 from gpupaas.compute.models import ComputeInstance
-from gpupaas.core.errors import NotAuthenticated, NotFound
 from gpupaas.graphql.common import (
     DeletePayload,
     KeyValue,
@@ -27,7 +27,7 @@ from gpupaas.graphql.common import (
 )
 from gpupaas.graphql.connections import Connection, cursor_of
 from gpupaas.graphql.context import Info
-from gpupaas.graphql.follow import follow_events
+from gpupaas.graphql.follow import follow_status
 from gpupaas.graphql.loaders import grouped
 from gpupaas.instance_templates.graphql import (
     ContainerPort,
@@ -306,14 +306,6 @@ class ServiceInstanceSubscription:
     async def service_instance_status(
         self, info: Info, id: strawberry.ID
     ) -> AsyncGenerator[ServiceInstanceStatusEvent, None]:
-        actor = info.context.actor
-        broadcaster = info.context.broadcaster
-        if actor.user is None:
-            raise NotAuthenticated()
-        found = await instances.get_service(actor, id)
-        if found is None or broadcaster is None:
-            raise NotFound("No such service instance.")
-        async for event in follow_events(
-            info, broadcaster, str(found.id), lambda: instances.get_service(actor, id), _event
-        ):
+        load = functools.partial(instances.get_service, info.context.actor, id)
+        async for event in follow_status(info, load, _event, missing="No such service instance."):
             yield event
