@@ -5,7 +5,8 @@ GraphQL client that talks to the real app.
 those: the others do not touch a database). `make test` runs both, in two processes, because
 Tortoise binds its models to one dialect per process. PostgreSQL is the one from
 GPUPAAS_TEST_POSTGRES_URL, else the machine's server at 127.0.0.1:5432; when neither answers the
-PostgreSQL run is skipped, unless GPUPAAS_TEST_POSTGRES_URL was set (then it fails).
+PostgreSQL run is skipped locally, and fails in CI or when GPUPAAS_TEST_POSTGRES_URL was set
+(tests/required.py).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 from tortoise import Tortoise
@@ -35,6 +37,10 @@ from gpupaas.settings import Settings
 # The real Kafka-protocol broker (tansu) for the tests that need one.
 from tests.fake_kube.fixtures import fake_kube  # noqa: F401
 from tests.kafka_broker import kafka_broker, tansu_binary  # noqa: F401
+from tests.required import POSTGRES, missing
+
+# pytester: tests/test_required.py runs small pytest sessions of its own.
+pytest_plugins = ["pytester"]
 
 DEFAULT_POSTGRES = "postgres://postgres@127.0.0.1:5432/test"
 
@@ -56,8 +62,6 @@ def _with_database(url: str, name: str) -> str:
 
 
 async def _admin_execute(url: str, sql: str) -> None:
-    import asyncpg
-
     conn = await asyncpg.connect(url.replace("postgres://", "postgresql://", 1))
     try:
         await conn.execute(sql)
@@ -104,13 +108,18 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def postgres_database(database_kind: str) -> Iterator[str | None]:
     """A database of our own on the PostgreSQL server, migrated once, dropped at the end."""
-    admin = _postgres_admin_url() if database_kind == "postgres" else None
-    if admin is None:
+    if database_kind != "postgres":
         yield None
         return
+    admin = _postgres_admin_url()
+    if admin is None:
+        missing(POSTGRES, "no server answers at 127.0.0.1:5432 (start one, or set GPUPAAS_TEST_POSTGRES_URL)")
     name = f"gpupaas_test_{uuid.uuid4().hex[:10]}"
     url = _with_database(admin, name)
-    asyncio.run(_admin_execute(admin, f'CREATE DATABASE "{name}"'))
+    try:
+        asyncio.run(_admin_execute(admin, f'CREATE DATABASE "{name}"'))
+    except (OSError, asyncpg.PostgresError) as error:
+        missing(POSTGRES, f"the server at {admin} cannot be used: {type(error).__name__}: {error}")
     try:
         asyncio.run(gdb.migrate_database(url))
         yield url
@@ -135,10 +144,7 @@ async def db(
         await gdb.connect(database.url)
     else:
         url = postgres_database
-        if url is None:
-            if os.environ.get("GPUPAAS_TEST_POSTGRES_URL"):
-                pytest.fail("GPUPAAS_TEST_POSTGRES_URL is set but PostgreSQL does not answer")
-            pytest.skip("no PostgreSQL server at 127.0.0.1:5432 (set GPUPAAS_TEST_POSTGRES_URL)")
+        assert url is not None  # the fixture skipped or failed otherwise
         database = Database("postgres", url)
         await gdb.connect(database.url)
         await _truncate_all()

@@ -2,8 +2,8 @@
 downloaded browser), against `gpupaas serve`'s app under uvicorn on a loopback port, with a fresh
 database, the built SPA (`npm run build`) and an in-process worker on the simulated cluster.
 
-Without chromium or the build they are skipped, unless GPUPAAS_REQUIRE_BROWSER is set (as CI does),
-where they fail. Screenshots of each main page go under SCREENSHOTS, printed at the end of the run.
+Without chromium or the build they are skipped locally, and fail in CI or when GPUPAAS_REQUIRE_BROWSER
+is set (tests/required.py). Screenshots of each main page go under SCREENSHOTS, printed at the end of the run.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from gpupaas.app import STATIC_DIR, create_app
 from gpupaas.runtime import Runtime
 from gpupaas.settings import Settings
 from tests.conftest import serving
+from tests.required import BROWSER, missing
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = [
@@ -51,11 +52,9 @@ def _missing() -> str | None:
 
 @pytest.fixture(autouse=True)
 def _browser_available() -> None:
-    missing = _missing()
-    if missing is not None:
-        if os.environ.get("GPUPAAS_REQUIRE_BROWSER"):
-            pytest.fail(f"the browser tests must run here: {missing}")
-        pytest.skip(missing)
+    reason = _missing()
+    if reason is not None:
+        missing(BROWSER, reason)
 
 
 @pytest.fixture
