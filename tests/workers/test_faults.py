@@ -5,12 +5,14 @@ database and broker."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,9 @@ from typing import Any
 import pytest
 
 from gpupaas.compute.states import DeploymentStatus
+from gpupaas.events.bus import COMMANDS_TOPIC
 from gpupaas.events.models import OutboxMessage
+from gpupaas.events.namespaced import NamespacedBus
 from gpupaas.provisioning.drivers.simulated.driver import SimulatedDriver
 from gpupaas.provisioning.inventory import DEFAULT_INVENTORY
 from gpupaas.provisioning.models import SimulatedAllocation
@@ -41,13 +45,31 @@ async def _builtin_profile(project: Any) -> Any:
     return await make_profile(project, await EnvironmentTemplateVersion.get(template_id=template.id))
 
 
+async def worker_is_past(pipeline: Pipeline, key: str) -> None:
+    """Returns once the worker has handled a command published now with `key`: after everything
+    published with that key before (one key, one partition, handled in offset order). The command
+    names no run, so it does nothing (as a redelivered one)."""
+    worker = pipeline.runtime.worker
+    assert worker is not None
+    handled = worker.handled
+    probe = {"type": "run", "runId": str(uuid.uuid4()), "instanceId": key, "action": "DEPLOY"}
+    await pipeline.runtime.bus.publish(COMMANDS_TOPIC, key, json.dumps(probe).encode())
+
+    async def seen() -> bool:
+        return worker.handled > handled
+
+    await eventually(seen, what="the worker to handle the probe command")
+
+
 async def test_relay_stopped_between_commit_and_publish(db: object, pipeline: Pipeline) -> None:
     project = await make_project("ml")
     profile = await _builtin_profile(project)
     # given the relay is down when the deploy commits
     await pipeline.runtime.relay.stop()
     instance = await make_instance(project, profile, deploy=True)
-    await asyncio.sleep(0.3)
+    # then nothing carries the command to the worker: had anything published it after the commit,
+    # the worker would have run it before a command published now for the same instance
+    await worker_is_past(pipeline, str(instance.id))
     assert await OutboxMessage.filter(sent_at=None).count() >= 2  # the command and the WAITING event wait
     assert (await DeploymentRun.get(instance_id=instance.id)).status == RunStatus.QUEUED
     # when it comes back, then the deploy completes
@@ -65,7 +87,11 @@ async def test_broker_down_while_deploys_are_accepted(
     db: object, settings: Settings, kafka_broker: TansuBroker
 ) -> None:
     chosen = on_kafka(fast(settings), kafka_broker.bootstrap)
-    runtime = Runtime(chosen, run_worker=True, driver=SimulatedDriver(DEFAULT_INVENTORY, phase_seconds=0.0))
+    # a publish to the stopped broker fails after ~2 s (the test bus's request timeout), not 10 s
+    bus = NamespacedBus(kafka_broker.bus(), chosen.kafka_namespace)
+    runtime = Runtime(
+        chosen, run_worker=True, bus=bus, driver=SimulatedDriver(DEFAULT_INVENTORY, phase_seconds=0.0)
+    )
     await runtime.start()
     try:
         project = await make_project("ml")
@@ -73,8 +99,12 @@ async def test_broker_down_while_deploys_are_accepted(
         kafka_broker.stop()
         # mutations still succeed: the outbox keeps the commands
         instances = [await make_instance(project, profile, deploy=True) for _ in range(5)]
-        await asyncio.sleep(0.5)
-        assert await OutboxMessage.filter(sent_at=None).count() >= 5
+
+        async def publishing_failed() -> bool:
+            return await OutboxMessage.filter(attempts__gte=1).exists()
+
+        await eventually(publishing_failed, what="the relay to fail to publish")
+        assert await OutboxMessage.filter(sent_at=None).count() >= 10  # 5 commands, 5 WAITING events
         kafka_broker.start()
         for instance in instances:
             done = await wait_status(instance.id, S.SUCCESS, S.FAILED, timeout=90)
