@@ -380,6 +380,11 @@ class FakeKube:
         """Ends every open watch stream (as an API server restart would); returns how many."""
         return self.call(self.store.drop_watches)
 
+    def open_watches(self, kind: str | None = None) -> int:
+        """How many watch streams (of `kind`, e.g. "Pod") are open: a client's watch counts from
+        when the server has taken its request until the stream ends (or the client goes)."""
+        return self.call(lambda: sum(1 for w in self.store.watchers if kind is None or w.rt.kind == kind))
+
     def compact(self) -> None:
         """Forgets the event history: watches from any earlier resourceVersion get an ERROR
         event with a 410 Expired Status."""

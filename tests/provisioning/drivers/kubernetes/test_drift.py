@@ -76,16 +76,26 @@ async def test_drift_reports_a_failed_pod_and_its_recovery_across_dropped_and_co
     assert changes.queue.empty()
 
 
-async def test_a_drift_watch_stops_when_asked_and_when_cancelled(driver: KubernetesDriver) -> None:
+async def watching(fake: FakeKube, count: int) -> None:
+    """Until the fake API server has `count` pod watches open."""
+    await asyncio.to_thread(fake.wait_for, lambda: fake.open_watches("Pod") == count)
+
+
+async def test_a_drift_watch_stops_when_asked_and_when_cancelled(
+    fake: FakeKube, driver: KubernetesDriver
+) -> None:
+    # a watch that is established (listed, then watching), not one still starting up
     stop = asyncio.Event()
     watch = asyncio.create_task(driver.watch_drift(Changes(), stop=stop))
-    await asyncio.sleep(0.2)
+    await watching(fake, 1)
 
     stop.set()
     await asyncio.wait_for(watch, timeout=2)
+    await watching(fake, 0)  # and its stream is closed
 
     other = asyncio.create_task(driver.watch_drift(Changes(), stop=asyncio.Event()))
-    await asyncio.sleep(0.2)
+    await watching(fake, 1)
     other.cancel()
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(other, timeout=2)
+    await watching(fake, 0)
