@@ -75,6 +75,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _quick_password_hashing() -> Iterator[None]:
+    """Passwords are hashed with argon2id at its smallest cost in the tests: the default cost (64 MiB,
+    3 passes) takes a quarter of a second of CPU per user, and the tests make hundreds of users.
+    Hashing, verifying and refusing work as with the default; `gpupaas` subprocesses keep it."""
+    from argon2 import PasswordHasher
+
+    from gpupaas.accounts import service
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(service, "_hasher", PasswordHasher(time_cost=1, memory_cost=8, parallelism=1))
+    yield
+    patch.undo()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if config.getoption("--db") != "postgres":
         return
