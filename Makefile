@@ -49,11 +49,19 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-# SQLite, then PostgreSQL (skipped when no server answers and GPUPAAS_TEST_POSTGRES_URL is unset).
-# The end-to-end tests (tests/e2e) drive Debian's chromium against the built studio.
+# SQLite, then PostgreSQL (skipped when no server answers, unless in CI or GPUPAAS_TEST_POSTGRES_URL
+# is set: then it fails). The end-to-end tests (tests/e2e) drive Debian's chromium against the built
+# studio. Each session runs on PYTEST_WORKERS processes (pytest-xdist; `auto`: one per core) and
+# measures coverage into a file of its own; the two are combined and printed once at the end.
+PYTEST_WORKERS ?= auto
+PYTEST := $(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist worksteal --cov=gpupaas --cov-report=
+
 pytest: install frontend
-	$(BIN)/pytest -q
-	$(BIN)/pytest -q --db=postgres
+	rm -f .coverage .coverage.*
+	COVERAGE_FILE=.coverage.sqlite $(PYTEST)
+	COVERAGE_FILE=.coverage.postgres $(PYTEST) --db=postgres
+	$(BIN)/coverage combine --quiet $$(ls .coverage.sqlite .coverage.postgres 2>/dev/null)
+	$(BIN)/coverage report
 
 test: lint typecheck check-schema frontend-test pytest
 
@@ -80,4 +88,4 @@ lock:
 	/tmp/gpupaas-lock/bin/pip freeze --exclude gpupaas > requirements.lock
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .coverage .coverage.*

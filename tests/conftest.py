@@ -6,7 +6,7 @@ those: the others do not touch a database). `make test` runs both, in two proces
 Tortoise binds its models to one dialect per process. PostgreSQL is the one from
 GPUPAAS_TEST_POSTGRES_URL, else the machine's server at 127.0.0.1:5432; when neither answers the
 PostgreSQL run is skipped locally, and fails in CI or when GPUPAAS_TEST_POSTGRES_URL was set
-(tests/required.py).
+(tests/required.py). Under pytest-xdist each worker makes a database of its own.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import logging
 import os
 import shutil
 import socket
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -43,6 +44,11 @@ from tests.required import POSTGRES, missing
 pytest_plugins = ["pytester"]
 
 DEFAULT_POSTGRES = "postgres://postgres@127.0.0.1:5432/test"
+
+# The studio's screenshots (tests/e2e). Listed at the end of the run from here, the conftest that
+# the xdist controller loads too: its workers take them.
+SCREENSHOTS = Path(os.environ.get("GPUPAAS_SCREENSHOTS", Path(__file__).resolve().parents[1] / "screenshots"))
+_STARTED = time.time()
 
 
 def _postgres_admin_url() -> str | None:
@@ -90,6 +96,12 @@ def _quick_password_hashing() -> Iterator[None]:
     patch.undo()
 
 
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    taken = [p for p in SCREENSHOTS.glob("*.png") if p.stat().st_mtime >= _STARTED]
+    if taken:
+        terminalreporter.write_line(f"studio screenshots ({len(taken)}): {SCREENSHOTS}")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if config.getoption("--db") != "postgres":
         return
@@ -129,7 +141,9 @@ def postgres_database(database_kind: str) -> Iterator[str | None]:
     admin = _postgres_admin_url()
     if admin is None:
         missing(POSTGRES, "no server answers at 127.0.0.1:5432 (start one, or set GPUPAAS_TEST_POSTGRES_URL)")
-    name = f"gpupaas_test_{uuid.uuid4().hex[:10]}"
+    # one database per session, and so per xdist worker (gw0, gw1, ...)
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    name = f"gpupaas_test_{worker}_{uuid.uuid4().hex[:10]}"
     url = _with_database(admin, name)
     try:
         asyncio.run(_admin_execute(admin, f'CREATE DATABASE "{name}"'))

@@ -3,12 +3,11 @@ downloaded browser), against `gpupaas serve`'s app under uvicorn on a loopback p
 database, the built SPA (`npm run build`) and an in-process worker on the simulated cluster.
 
 Without chromium or the build they are skipped locally, and fail in CI or when GPUPAAS_REQUIRE_BROWSER
-is set (tests/required.py). Screenshots of each main page go under SCREENSHOTS, printed at the end of the run.
+is set (tests/required.py). Screenshots of each main page go under SCREENSHOTS (tests/conftest.py lists them at the end of the run).
 """
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from collections.abc import AsyncIterator
@@ -21,7 +20,7 @@ import pytest
 from gpupaas.app import STATIC_DIR, create_app
 from gpupaas.runtime import Runtime
 from gpupaas.settings import Settings
-from tests.conftest import serving
+from tests.conftest import SCREENSHOTS, serving
 from tests.required import BROWSER, missing
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -34,8 +33,6 @@ FLAGS = [
     "--no-first-run",
     "--disable-sync",
 ]
-SCREENSHOTS = Path(os.environ.get("GPUPAAS_SCREENSHOTS", Path(__file__).resolve().parents[2] / "screenshots"))
-_taken: list[Path] = []
 
 
 def _missing() -> str | None:
@@ -114,9 +111,7 @@ async def new_page(
 
 def _screenshot_path(name: str) -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    path = SCREENSHOTS / f"{re.sub(r'[^a-z0-9-]+', '-', name.lower())}.png"
-    _taken.append(path)
-    return path
+    return SCREENSHOTS / f"{re.sub(r'[^a-z0-9-]+', '-', name.lower())}.png"
 
 
 async def screenshot(page: Any, name: str) -> None:
@@ -129,8 +124,3 @@ async def sign_in(page: Any, url: str, username: str, password: str = "correct h
     await page.get_by_label(re.compile(r"^Password")).fill(password)
     await page.get_by_role("button", name="Sign in").click()
     await page.wait_for_url(re.compile(r".*/p/[^/]+/dashboard$"))
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if _taken:
-        terminalreporter.write_line(f"studio screenshots ({len(_taken)}): {SCREENSHOTS}")
