@@ -147,6 +147,7 @@ def postgres_database(database_kind: str) -> Iterator[str | None]:
     url = _with_database(admin, name)
     try:
         asyncio.run(_admin_execute(admin, f'CREATE DATABASE "{name}"'))
+        asyncio.run(_admin_execute(admin, f'ALTER DATABASE "{name}" SET synchronous_commit = off'))
     except (OSError, asyncpg.PostgresError) as error:
         missing(POSTGRES, f"the server at {admin} cannot be used: {type(error).__name__}: {error}")
     try:
