@@ -573,12 +573,16 @@ def test_drop_watches_ends_streams_and_the_client_resumes(
 def test_a_deployment_becomes_available_with_ready_pods(
     fake_kube: FakeKube, apps: client.AppsV1Api, core: client.CoreV1Api, team_a: str
 ) -> None:
-    fake_kube.set_pod_delay(0.1)
+    fake_kube.set_pod_delay(3600)  # the kubelet keeps the pods ContainerCreating, however slow the test
     apps.patch_namespaced_deployment(
         "web", team_a, deployment(replicas=3), field_manager="gpupaas", _content_type=APPLY
     )
     pending = wait_until(lambda: core.list_namespaced_pod(team_a, label_selector="app=web").items)
     assert all(p.status.phase == "Pending" for p in pending)
+    # the controllers restart with a short delay: the kubelet starts the pods 0.1 s later
+    fake_kube.set_pod_delay(0.1)
+    fake_kube.pause_controllers()
+    fake_kube.resume_controllers()
     available = wait_until(
         lambda: (d := apps.read_namespaced_deployment("web", team_a)).status.available_replicas == 3 and d
     )
