@@ -159,7 +159,7 @@ def postgres_database(database_kind: str) -> Iterator[str | None]:
 
 async def _truncate_all() -> None:
     conn = Tortoise.get_connection("default")
-    tables = sorted({m._meta.db_table for m in Tortoise.apps["gpupaas"].values()})  # type: ignore[index]
+    tables = sorted({m._meta.db_table for m in Tortoise.apps["gpupaas"].values()})
     await conn.execute_script(f"TRUNCATE {', '.join(tables)} CASCADE")
 
 

@@ -145,7 +145,7 @@ async def test_the_lists_run_three_statements_with_the_callers_authentication(
         assert await gql.data(query, variables, token=token)
         return len(count_queries.statements)
 
-    cases = [
+    cases: list[tuple[str, dict[str, Any], str]] = [
         (PROFILES, {"project": "ml", "first": 100}, people["alice"].token),
         (PROFILES, {"project": "ml", "first": 100}, people["root"].token),
         (PROFILES, {"project": "ml", "search": "e", "first": 2}, people["alice"].token),

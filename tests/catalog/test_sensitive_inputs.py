@@ -90,4 +90,4 @@ async def test_sensitive_values_are_masked_and_the_mask_keeps_them(db: object, g
         "userErrors"
     ] == []
     instance = await ComputeInstance.get(id=iid)
-    assert dict(map(tuple, instance.inputs)) == {"apiKey": "mine-123", "size": "large"}
+    assert {pair[0]: pair[1] for pair in instance.inputs} == {"apiKey": "mine-123", "size": "large"}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from gpupaas.core.actor import Role
 from tests.conftest import GraphQLClient
 from tests.factories import NAMESPACE_YAML, make_profile, make_project, make_template, make_user, make_version
@@ -290,7 +292,7 @@ async def test_a_profile_pinned_during_the_delete_still_blocks_it(db: object, mo
     real_filter = ComputeProfile.filter
     calls = []
 
-    def filter_missing_the_first_look(*args: object, **kwargs: object) -> object:
+    def filter_missing_the_first_look(*args: Any, **kwargs: Any) -> Any:
         if "template_version__template_id" in kwargs:
             calls.append(1)
             if len(calls) == 1:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -110,7 +112,7 @@ async def test_repeated_operations_are_validated_once(db: object, gql: GraphQLCl
     from strawberry.extensions.validation_cache import _get_validate_cache
 
     alice = await make_user("alice")
-    cache = _get_validate_cache(512)
+    cache = cast("functools._lru_cache_wrapper[Any]", _get_validate_cache(512))
     query = "{ me { username memberships { role } } }"
     await gql.data(query, token=alice.token)
     before = cache.cache_info()

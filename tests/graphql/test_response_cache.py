@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
+from starlette.routing import Route
 
 from gpupaas.app import GraphQLApp, create_app
 from gpupaas.core.actor import Role
@@ -28,7 +29,8 @@ RENAME = """mutation($id: ID!, $d: String!) {
 @pytest.fixture
 async def cached(settings: Settings) -> AsyncIterator[tuple[GraphQLClient, GraphQLApp]]:
     app = create_app(replace(settings, response_cache=True), migrate=False)
-    graphql = next(route.app for route in app.routes if getattr(route, "path", "") == "/graphql")
+    graphql = next(route.app for route in app.routes if isinstance(route, Route) and route.path == "/graphql")
+    assert isinstance(graphql, GraphQLApp)
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=app), base_url="http://testserver"
     ) as http:

@@ -46,7 +46,7 @@ async def growth(schema: strawberry.Schema, events: int) -> int:
     seen, base, end = 0, 0, 0
     tracemalloc.start()
     try:
-        async for result in stream:  # type: ignore[union-attr]
+        async for result in stream:
             assert result.errors is None
             seen += 1
             if seen == 100:

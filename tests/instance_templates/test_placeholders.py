@@ -178,7 +178,7 @@ def test_resolve_refuses_to_leave_a_placeholder_behind(
 # ---------------------------------------------------------------------------------------- properties
 
 # Text without braces, and ways of writing the token placeholder.
-PLAIN = st.text(alphabet=st.characters(blacklist_characters="{}", blacklist_categories=("Cs",)), max_size=12)
+PLAIN = st.text(alphabet=st.characters(blacklist_characters="{}", blacklist_categories=["Cs"]), max_size=12)
 SPELLINGS = st.sampled_from(
     ["{{generated_token}}", "{{ generated_token }}", "{{\tgenerated_token}}", "{{generated_token  }}"]
 )

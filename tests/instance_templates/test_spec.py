@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
-from gpupaas.instance_templates.spec import Port, ServiceSpec, check_spec, spec_from_json, spec_to_json
+from gpupaas.instance_templates.spec import (
+    Port,
+    Protocol,
+    ServiceSpec,
+    check_spec,
+    spec_from_json,
+    spec_to_json,
+)
 
 BASE = ServiceSpec(vendor="NVIDIA", image="nvcr.io/nvidia/pytorch:25.01-py3")
 
@@ -18,7 +25,8 @@ def with_(**changes: Any) -> ServiceSpec:
 
 
 def port(name: str = "http", number: int = 8000, protocol: str = "TCP", params: Any = ()) -> Port:
-    return Port(name=name, port=number, protocol=protocol, access_params=tuple(params))
+    # the cases below build invalid ports too, which the checks must reject
+    return Port(name=name, port=number, protocol=cast(Protocol, protocol), access_params=tuple(params))
 
 
 VALID: list[tuple[str, ServiceSpec]] = [

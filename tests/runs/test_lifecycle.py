@@ -89,7 +89,7 @@ async def test_a_claim_starts_the_subject_once(case: Case) -> None:
     # redelivered, another worker, the other kind, not an id: nothing
     assert await runs.claim(case.kind, str(run.id), "a", LEASE) is None
     assert await runs.claim(case.kind, str(run.id), "b", LEASE) is None
-    other = SERVICES if case.kind is COMPUTE else COMPUTE
+    other: RunKind[Any] = SERVICES if case.kind is COMPUTE else COMPUTE
     assert await runs.claim(other, str(run.id), "b", LEASE) is None
     assert await runs.claim(case.kind, "not-an-id", "b", LEASE) is None
 
@@ -168,7 +168,7 @@ async def test_the_reaper_requeues_lost_commands_and_gives_up_on_dead_workers(ca
     commands = await OutboxMessage.filter(topic="gpupaas.commands", key=str(case.subject.id))
     assert len(commands) == 2
     # the other kind's reaper leaves it alone
-    other = SERVICES if case.kind is COMPUTE else COMPUTE
+    other: RunKind[Any] = SERVICES if case.kind is COMPUTE else COMPUTE
     await DeploymentRun.filter(id=run.id).update(queued_at=runs.now() - timedelta(minutes=5))
     assert await runs.requeue_stale(other, queued_for=timedelta(seconds=30), max_attempts=3) == 0
     # a worker that died: re-queued while attempts are left, then given up

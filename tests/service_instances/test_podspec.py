@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from gpupaas.instance_templates.spec import Port, ServiceSpec
+from gpupaas.instance_templates.spec import Port, PullPolicy, ServiceSpec
+from gpupaas.instance_templates.spec import Vendor as GpuVendor
 from gpupaas.provisioning.plan import GPU_RESOURCE_NAMES
 from gpupaas.provisioning.render.schema import validate_manifest
 from gpupaas.service_instances.podspec import (
@@ -72,7 +73,9 @@ def container(deployment: dict[str, Any]) -> dict[str, Any]:
         ("ASCEND", "huawei.com/Ascend910"),
     ],
 )
-def test_a_gpu_vendor_gets_its_extended_resource_in_requests_and_limits(vendor: str, resource: str) -> None:
+def test_a_gpu_vendor_gets_its_extended_resource_in_requests_and_limits(
+    vendor: GpuVendor, resource: str
+) -> None:
     # given a spec of a GPU vendor / when its objects are built with 2 GPUs
     spec = dataclasses.replace(SPEC, vendor=vendor)
     objects = build_objects(spec=spec, **identity(), gpu_count=2, gpu_resource_name=resource)
@@ -110,7 +113,7 @@ def test_a_spec_that_sets_nvidia_visible_devices_keeps_its_value() -> None:
 @pytest.mark.parametrize(
     ("policy", "expected"), [("ALWAYS", "Always"), ("IF_NOT_PRESENT", "IfNotPresent"), ("NEVER", "Never")]
 )
-def test_the_pull_policy_takes_kubernetes_spelling(policy: str, expected: str) -> None:
+def test_the_pull_policy_takes_kubernetes_spelling(policy: PullPolicy, expected: str) -> None:
     assert (
         container(workload(dataclasses.replace(SPEC, image_pull_policy=policy)))["imagePullPolicy"]
         == expected

@@ -103,7 +103,7 @@ async def test_create_copies_the_template_and_queues_a_start(gql: GraphQLClient,
     assert service["computeInstance"] == {"name": "box"}
     assert service["connect"] == []  # no node port before its first start
     run = await DeploymentRun.get(service_id=service["id"])
-    assert run.action == RunAction.START and run.instance_id == world.box.id  # type: ignore[attr-defined]
+    assert run.action == RunAction.START and run.instance_id == world.box.id
     commands = await OutboxMessage.filter(key=service["id"], topic="gpupaas.commands")
     assert [c.payload["type"] for c in commands] == ["service-run"]
 

@@ -16,7 +16,6 @@ from gpupaas.instance_templates.builtins import builtin_instance_template
 from gpupaas.instance_templates.spec import resolve
 from gpupaas.provisioning.builtins import builtin_template
 from gpupaas.provisioning.drivers.base import Observed, Owner, Phase
-from gpupaas.provisioning.drivers.kubernetes.connection import ClusterConnection
 from gpupaas.provisioning.drivers.kubernetes.driver import KubernetesDriver
 from gpupaas.provisioning.plan import SERVICE_LABEL, PermanentError, Plan, build_plan, namespace_for
 from gpupaas.provisioning.render.schema import validate_manifest
@@ -24,6 +23,7 @@ from gpupaas.service_instances.plan import build_service_plan
 from gpupaas.service_instances.podspec import RESTART_ANNOTATION
 from tests.fake_kube import FakeKube
 from tests.fake_kube.fixtures import fake_kube  # noqa: F401
+from tests.provisioning.drivers.kubernetes.clusters import new_driver
 
 PROJECT = "team-a"
 COMPUTE_NAME = "train"
@@ -103,11 +103,6 @@ def fake(fake_kube: FakeKube) -> FakeKube:  # noqa: F811 - the fixture imported 
 @pytest.fixture
 def kubeconfig(fake: FakeKube, tmp_path: Path) -> str:
     return fake.kubeconfig(tmp_path / "kubeconfig").read_text(encoding="utf-8")
-
-
-def new_driver(kubeconfig: str, **settings: float) -> KubernetesDriver:
-    values = {"readiness_timeout": 5.0, "request_timeout": 5.0, "poll_interval": 0.05, **settings}
-    return KubernetesDriver(ClusterConnection(kubeconfig=kubeconfig), **values)
 
 
 @pytest.fixture

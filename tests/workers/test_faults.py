@@ -276,7 +276,7 @@ async def test_a_subscriber_on_the_second_process_sees_a_deploy_made_through_the
                 "mutation($id: ID!) { deployComputeInstance(id: $id) { computeInstance { status } } }",
                 {"id": iid},
             )
-            seen = []
+            seen: list[str] = []
             while not seen or seen[-1] not in ("SUCCESS", "FAILED"):
                 seen.append((await session.next_data(timeout=60))["computeInstanceStatus"]["status"])
             assert seen == ["WAITING", "IN_PROGRESS", "SUCCESS"]

@@ -16,9 +16,11 @@ from gpupaas.catalog.service.templates import OutputDefinitionIn
 from gpupaas.clusters import service as clusters
 from gpupaas.clusters.models import ClusterStatus
 from gpupaas.compute import service as compute
+from gpupaas.compute.models import ComputeInstance
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core.gpus import Vendor
 from gpupaas.provisioning.plan import namespace_for
+from gpupaas.provisioning.registry import ClusterDriver
 from gpupaas.runs.models import DeploymentRun
 from gpupaas.runtime import Runtime
 from gpupaas.settings import Settings
@@ -84,7 +86,7 @@ async def kube_runtime(
         await actor_for(root.user),
         clusters.ClusterIn(
             name="lab",
-            driver=clusters.ClusterDriver.KUBERNETES,
+            driver=ClusterDriver.KUBERNETES,
             kubeconfig=fake_kube.kubeconfig(tmp_path / "kubeconfig").read_text(),
             access_address="gpu.example.com",
         ),
@@ -199,6 +201,6 @@ async def test_drift_turns_the_instance_failed_and_back(
     await wait_status(instance.id, S.SUCCESS, timeout=20)
 
     async def still_success() -> bool:
-        return (await compute.ComputeInstance.get(id=instance.id)).status == S.SUCCESS
+        return (await ComputeInstance.get(id=instance.id)).status == S.SUCCESS
 
     await eventually(still_success, what="the instance to stay SUCCESS")

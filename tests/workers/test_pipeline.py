@@ -4,7 +4,10 @@ redeploy after edits, destroy, delete, failures, retries, dead letters."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
+from gpupaas.accounts.models import Project
+from gpupaas.catalog.models import ComputeProfile, EnvironmentTemplate, EnvironmentTemplateVersion
 from gpupaas.catalog.service.profile_settings import OutputSettingIn
 from gpupaas.catalog.service.profiles import ResourcesIn
 from gpupaas.compute import configuration
@@ -25,12 +28,10 @@ from tests.workers.conftest import Pipeline, eventually, wait_status
 S = DeploymentStatus
 
 
-async def _builtin_profile(project: object, name: str = "gpu-namespace", **fields: object) -> object:
-    from gpupaas.catalog.models import EnvironmentTemplate, EnvironmentTemplateVersion
-
+async def _builtin_profile(project: Project, name: str = "gpu-namespace", **fields: Any) -> ComputeProfile:
     template = await EnvironmentTemplate.get(name=name, built_in=True)
     version = await EnvironmentTemplateVersion.get(template_id=template.id)
-    return await make_profile(project, version, **fields)  # type: ignore[arg-type]
+    return await make_profile(project, version, **fields)
 
 
 async def test_deploy_reaches_success_with_outputs(db: object, pipeline: Pipeline) -> None:

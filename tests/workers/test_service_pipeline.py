@@ -60,7 +60,8 @@ async def _post(url: str, person: Person, query: str, variables: dict[str, Any])
         )
     body: dict[str, Any] = response.json()
     assert "errors" not in body, body
-    return body["data"]
+    data: dict[str, Any] = body["data"]
+    return data
 
 
 async def _create(url: str, person: Person, box: object, template: str, name: str) -> dict[str, Any]:

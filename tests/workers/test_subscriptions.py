@@ -38,7 +38,7 @@ async def test_deploy_streams_waiting_in_progress_success(db: object, server: st
         first = await session.next_data()
         assert first["computeInstanceStatus"]["status"] == "NOT_DEPLOYED"  # the current state comes first
         await compute.deploy(await actor_for(alice.user), str(instance.id))
-        seen = []
+        seen: list[str] = []
         while not seen or seen[-1] not in ("SUCCESS", "FAILED"):
             seen.append((await session.next_data())["computeInstanceStatus"]["status"])
         assert seen == ["WAITING", "IN_PROGRESS", "SUCCESS"]

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-import jsonschema  # type: ignore[import-untyped]  # no stubs; kubernetes-validate depends on it
+import jsonschema
 import kubernetes_validate.utils as kv_utils
 from referencing import Registry, Resource
 

@@ -144,9 +144,19 @@ def notebook_plan(name: str = "nb", *, gpus: int = 1, resources_text: str = NOTE
     return make_plan(name=name, gpus=gpus, resources_text=resources_text, outputs=NOTEBOOK_OUTPUTS)
 
 
-def new_driver(kubeconfig: str, **settings: float) -> KubernetesDriver:
-    values = {"readiness_timeout": 5.0, "request_timeout": 5.0, "poll_interval": 0.05, **settings}
-    return KubernetesDriver(ClusterConnection(kubeconfig=kubeconfig), **values)
+def new_driver(
+    kubeconfig: str,
+    *,
+    readiness_timeout: float = 5.0,
+    request_timeout: float = 5.0,
+    poll_interval: float = 0.05,
+) -> KubernetesDriver:
+    return KubernetesDriver(
+        ClusterConnection(kubeconfig=kubeconfig),
+        readiness_timeout=readiness_timeout,
+        request_timeout=request_timeout,
+        poll_interval=poll_interval,
+    )
 
 
 def versions(fake: FakeKube, plan: Plan) -> dict[tuple[str, str], str]:

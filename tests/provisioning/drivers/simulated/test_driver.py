@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 
 from gpupaas.provisioning.drivers.base import Driver, Observed, Phase
-from gpupaas.provisioning.drivers.simulated import driver as simulated_driver
 from gpupaas.provisioning.drivers.simulated.driver import SimulatedDriver
 from gpupaas.provisioning.inventory import DEFAULT_INVENTORY
 from gpupaas.provisioning.plan import PermanentError
@@ -159,7 +158,7 @@ async def test_phases_wait_phase_seconds_and_zero_does_not_sleep(
         delays.append(delay)
         return await real_sleep(0)
 
-    monkeypatch.setattr(simulated_driver.asyncio, "sleep", recording_sleep)
+    monkeypatch.setattr(asyncio, "sleep", recording_sleep)  # the module the driver sleeps with
 
     await SimulatedDriver(DEFAULT_INVENTORY, phase_seconds=0).apply(make_plan(name="fast"))
     fast = [delay for delay in delays if delay > 0]
