@@ -15,6 +15,7 @@ At teardown the fixtures fail the test if the fake itself crashed on a request (
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -45,11 +46,8 @@ async def fake_kube_async() -> AsyncIterator[FakeKube]:
 
 @pytest.fixture
 def kube_client(fake_kube: FakeKube) -> Iterator[client.ApiClient]:
-    api_client = fake_kube.api_client()
-    try:
+    with contextlib.closing(fake_kube.api_client()) as api_client:
         yield api_client
-    finally:
-        api_client.close()
 
 
 @pytest.fixture

@@ -338,7 +338,7 @@ def apply(
     for entry in entries:
         if entry is not own:
             entry.paths -= {path for _, path in conflicts}
-    result = merge_applied(deep(live) if live is not None else {}, config, root)
+    result: Obj = merge_applied(deep(live) if live is not None else {}, config, root)
     if own is not None:
         others = [e for e in entries if e is not own]
         # Whole list items first (their key fields identify them), then single fields.

@@ -9,24 +9,85 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar, cast
 
 import httpx
 import kubernetes_validate
 import pytest
 import urllib3
 from kubernetes import client, config, dynamic, watch
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 from tests.fake_kube import FakeKube, node, run_fake_kube
 from tests.fake_kube.schema import schema_causes
 
 APPLY = "application/apply-patch+yaml"
 
+M = TypeVar("M")
+T = TypeVar("T")
+
+
+# Types for the client --------------------------------------------------------------------------
+# The generated API and its models are annotated; kubernetes.config, .watch and .dynamic are not:
+# these are their signatures as the tests use them.
+
+
+class _LoadKubeConfig(Protocol):
+    def __call__(self, *, config_file: str, client_configuration: client.Configuration) -> None: ...
+
+
+class _DynamicClient(Protocol):
+    def __call__(self, api_client: client.ApiClient, /, *, cache_file: str) -> dynamic.DynamicClient: ...
+
+
+class _Watch(Protocol):
+    def stream(
+        self, func: Callable[..., object], *args: object, **kwargs: object
+    ) -> Iterator[dict[str, Any]]: ...
+
+    def stop(self) -> None: ...
+
+
+load_kube_config: _LoadKubeConfig = config.load_kube_config
+new_watch: Callable[[], _Watch] = watch.Watch
+dynamic_client: _DynamicClient = dynamic.DynamicClient
+
+
+def json_as(model: type[M], obj: Mapping[str, Any]) -> M:
+    """`obj` for a client method that takes a `model`: the client sends a dict as it is (the JSON
+    the driver writes too), so only its type is the model's."""
+    return cast(M, obj)
+
+
+def present(value: T | None) -> T:
+    """A field the server always fills in (the client's models type every field as optional)."""
+    assert value is not None
+    return value
+
+
+class _HasMetadata(Protocol):
+    @property
+    def metadata(self) -> client.V1ObjectMeta | None: ...
+
+
+def meta(obj: _HasMetadata) -> client.V1ObjectMeta:
+    return present(obj.metadata)
+
+
+def rv(obj: _HasMetadata) -> int:
+    return int(present(meta(obj).resource_version))
+
+
+def as_json(value: object) -> dict[str, Any]:
+    """An answer the client leaves as JSON (`object` in its signature: a Status or the object)."""
+    assert isinstance(value, dict)
+    return value
+
 
 def status_of(error: ApiException) -> dict[str, Any]:
-    body: dict[str, Any] = json.loads(error.body)
+    body: dict[str, Any] = json.loads(present(error.body))
     return body
 
 
@@ -70,7 +131,7 @@ def apps(kube_client: client.ApiClient) -> client.AppsV1Api:
 
 @pytest.fixture
 def team_a(core: client.CoreV1Api) -> str:
-    core.create_namespace(namespace("team-a"))
+    core.create_namespace(json_as(client.V1Namespace, namespace("team-a")))
     return "team-a"
 
 
@@ -90,7 +151,7 @@ def wait_until(predicate: Any, timeout: float = 5.0) -> Any:
 def test_discovery_serves_the_dynamic_client_and_the_version(
     kube_client: client.ApiClient, tmp_path: Path
 ) -> None:
-    dyn = dynamic.DynamicClient(kube_client, cache_file=str(tmp_path / "discovery.json"))
+    dyn = dynamic_client(kube_client, cache_file=str(tmp_path / "discovery.json"))
     assert dyn.version["kubernetes"]["gitVersion"] == "v1.37.0"
     deployments = dyn.resources.get(api_version="apps/v1", kind="Deployment")
     assert (deployments.name, deployments.namespaced) == ("deployments", True)
@@ -120,7 +181,7 @@ def test_discovery_serves_the_dynamic_client_and_the_version(
 
 
 def test_the_dynamic_client_applies_and_reads_objects(kube_client: client.ApiClient, tmp_path: Path) -> None:
-    dyn = dynamic.DynamicClient(kube_client, cache_file=str(tmp_path / "discovery.json"))
+    dyn = dynamic_client(kube_client, cache_file=str(tmp_path / "discovery.json"))
     namespaces = dyn.resources.get(api_version="v1", kind="Namespace")
     namespaces.server_side_apply(body=namespace("team-b"), field_manager="gpupaas", force_conflicts=True)
     roles = dyn.resources.get(api_version="rbac.authorization.k8s.io/v1", kind="Role")
@@ -143,22 +204,22 @@ def test_the_dynamic_client_applies_and_reads_objects(kube_client: client.ApiCli
 
 def test_create_get_list_replace_delete(core: client.CoreV1Api, team_a: str) -> None:
     created = core.create_namespaced_config_map(
-        team_a, {"metadata": {"name": "settings"}, "data": {"a": "1"}}
+        team_a, json_as(client.V1ConfigMap, {"metadata": {"name": "settings"}, "data": {"a": "1"}})
     )
-    assert created.metadata.uid and created.metadata.creation_timestamp
-    assert int(created.metadata.resource_version) > 0
-    assert created.metadata.managed_fields[0].operation == "Update"
+    assert meta(created).uid and meta(created).creation_timestamp
+    assert rv(created) > 0
+    assert present(meta(created).managed_fields)[0].operation == "Update"
     got = core.read_namespaced_config_map("settings", team_a)
     assert got.data == {"a": "1"}
     got.data["b"] = "2"
     replaced = core.replace_namespaced_config_map("settings", team_a, got)
-    assert int(replaced.metadata.resource_version) > int(created.metadata.resource_version)
+    assert rv(replaced) > rv(created)
     # A stale resourceVersion is a 409 Conflict.
     with pytest.raises(ApiException) as stale:
         core.replace_namespaced_config_map("settings", team_a, got)
     assert stale.value.status == 409 and status_of(stale.value)["reason"] == "Conflict"
     assert "the object has been modified" in status_of(stale.value)["message"]
-    names = [item.metadata.name for item in core.list_namespaced_config_map(team_a).items]
+    names = [meta(item).name for item in core.list_namespaced_config_map(team_a).items]
     assert "settings" in names
     core.delete_namespaced_config_map("settings", team_a)
     with pytest.raises(ApiException) as missing:
@@ -176,9 +237,9 @@ def test_create_get_list_replace_delete(core: client.CoreV1Api, team_a: str) -> 
 
 
 def test_create_twice_is_already_exists(apps: client.AppsV1Api, team_a: str) -> None:
-    apps.create_namespaced_deployment(team_a, deployment())
+    apps.create_namespaced_deployment(team_a, json_as(client.V1Deployment, deployment()))
     with pytest.raises(ApiException) as error:
-        apps.create_namespaced_deployment(team_a, deployment())
+        apps.create_namespaced_deployment(team_a, json_as(client.V1Deployment, deployment()))
     status = status_of(error.value)
     assert (error.value.status, status["reason"]) == (409, "AlreadyExists")
     assert status["message"] == 'deployments.apps "web" already exists'
@@ -192,7 +253,7 @@ def test_invalid_objects_are_422_with_causes(
     bad["spec"]["template"]["metadata"]["labels"] = {"app": "other"}
     del bad["spec"]["template"]["spec"]["containers"][0]["image"]
     with pytest.raises(ApiException) as error:
-        apps.create_namespaced_deployment(team_a, bad)
+        apps.create_namespaced_deployment(team_a, json_as(client.V1Deployment, bad))
     status = status_of(error.value)
     assert (error.value.status, status["reason"]) == (422, "Invalid")
     assert status["details"]["kind"] == "Deployment" and status["details"]["group"] == "apps"
@@ -239,14 +300,14 @@ def test_missing_namespace_is_404_and_terminating_namespace_is_403(
     fake_kube: FakeKube, core: client.CoreV1Api, team_a: str
 ) -> None:
     with pytest.raises(ApiException) as missing:
-        core.create_namespaced_config_map("nowhere", {"metadata": {"name": "x"}})
+        core.create_namespaced_config_map("nowhere", json_as(client.V1ConfigMap, {"metadata": {"name": "x"}}))
     assert missing.value.status == 404
     assert status_of(missing.value)["details"] == {"name": "nowhere", "kind": "namespaces"}
     fake_kube.set_namespace_deletion_delay(30)
     core.delete_namespace(team_a)
-    assert core.read_namespace(team_a).status.phase == "Terminating"
+    assert present(core.read_namespace(team_a).status).phase == "Terminating"
     with pytest.raises(ApiException) as forbidden:
-        core.create_namespaced_config_map(team_a, {"metadata": {"name": "x"}})
+        core.create_namespaced_config_map(team_a, json_as(client.V1ConfigMap, {"metadata": {"name": "x"}}))
     status = status_of(forbidden.value)
     assert (forbidden.value.status, status["reason"]) == (403, "Forbidden")
     assert status["message"] == (
@@ -272,14 +333,14 @@ def test_server_side_apply_creates_updates_conflicts_and_forces(
     first = apps.patch_namespaced_deployment(
         "web", team_a, deployment(replicas=1), field_manager="gpupaas", force=True, _content_type=APPLY
     )
-    assert first.metadata.generation == 1
-    entry = next(e for e in first.metadata.managed_fields if e.manager == "gpupaas")
-    assert entry.operation == "Apply" and "f:replicas" in entry.fields_v1["f:spec"]
+    assert meta(first).generation == 1
+    entry = next(e for e in present(meta(first).managed_fields) if e.manager == "gpupaas")
+    assert entry.operation == "Apply" and "f:replicas" in present(entry.fields_v1)["f:spec"]
     # Same manager, changed spec: an update, the generation moves on.
     second = apps.patch_namespaced_deployment(
         "web", team_a, deployment(replicas=3), field_manager="gpupaas", force=True, _content_type=APPLY
     )
-    assert (second.spec.replicas, second.metadata.generation) == (3, 2)
+    assert (present(second.spec).replicas, meta(second).generation) == (3, 2)
     # Another manager sets the same field to another value: 409 Conflict unless forced.
     scaler = {
         "apiVersion": "apps/v1",
@@ -307,23 +368,23 @@ def test_server_side_apply_creates_updates_conflicts_and_forces(
     forced = apps.patch_namespaced_deployment(
         "web", team_a, scaler, field_manager="autoscaler", force=True, _content_type=APPLY
     )
-    assert forced.spec.replicas == 5
-    owners = {e.manager: e.fields_v1 for e in forced.metadata.managed_fields}
+    assert present(forced.spec).replicas == 5
+    owners = {e.manager: present(e.fields_v1) for e in present(meta(forced).managed_fields)}
     assert "f:replicas" not in owners["gpupaas"]["f:spec"] and "f:replicas" in owners["autoscaler"]["f:spec"]
     # A field the manager stops applying is removed; a no-op apply keeps the resourceVersion.
     labelled = deployment(replicas=5, labels={"app": "web", "tier": "gpu"})
     applied = apps.patch_namespaced_deployment(
         "web", team_a, labelled, field_manager="gpupaas", _content_type=APPLY
     )
-    assert applied.metadata.labels == {"app": "web", "tier": "gpu"}
+    assert meta(applied).labels == {"app": "web", "tier": "gpu"}
     again = apps.patch_namespaced_deployment(
         "web", team_a, labelled, field_manager="gpupaas", _content_type=APPLY
     )
-    assert again.metadata.resource_version == applied.metadata.resource_version
+    assert meta(again).resource_version == meta(applied).resource_version
     unlabelled = apps.patch_namespaced_deployment(
         "web", team_a, deployment(replicas=5), field_manager="gpupaas", _content_type=APPLY
     )
-    assert unlabelled.metadata.labels == {"app": "web"}
+    assert meta(unlabelled).labels == {"app": "web"}
 
 
 def test_apply_needs_a_field_manager_and_accepts_yaml(fake_kube: FakeKube, team_a: str) -> None:
@@ -344,20 +405,20 @@ def test_apply_needs_a_field_manager_and_accepts_yaml(fake_kube: FakeKube, team_
 def test_generation_moves_with_the_spec_and_resource_version_with_every_write(
     apps: client.AppsV1Api, team_a: str
 ) -> None:
-    created = apps.create_namespaced_deployment(team_a, deployment(replicas=1))
+    created = apps.create_namespaced_deployment(team_a, json_as(client.V1Deployment, deployment(replicas=1)))
     labelled = apps.patch_namespaced_deployment("web", team_a, {"metadata": {"labels": {"x": "y"}}})
-    assert labelled.metadata.generation == created.metadata.generation == 1
-    assert int(labelled.metadata.resource_version) > int(created.metadata.resource_version)
+    assert meta(labelled).generation == meta(created).generation == 1
+    assert rv(labelled) > rv(created)
     scaled = apps.patch_namespaced_deployment("web", team_a, {"spec": {"replicas": 2}})
-    assert scaled.metadata.generation == 2
+    assert meta(scaled).generation == 2
     ready = wait_until(
         lambda: (
-            (d := apps.read_namespaced_deployment("web", team_a)).status.observed_generation == 2
-            and d.status.ready_replicas == 2
+            (d := present(apps.read_namespaced_deployment("web", team_a).status)).observed_generation == 2
+            and d.ready_replicas == 2
             and d
         )
     )
-    assert ready.status.available_replicas == 2
+    assert ready.available_replicas == 2
 
 
 # Selectors -----------------------------------------------------------------------------------
@@ -369,11 +430,15 @@ def test_label_and_field_selectors(core: client.CoreV1Api, team_a: str) -> None:
         ("b", {"tier": "cpu", "team": "y"}),
         ("c", {"tier": "gpu"}),
     ]:
-        core.create_namespaced_config_map(team_a, {"metadata": {"name": name, "labels": labels}})
+        core.create_namespaced_config_map(
+            team_a, json_as(client.V1ConfigMap, {"metadata": {"name": name, "labels": labels}})
+        )
 
-    def names(**kwargs: str) -> list[str]:
-        found = core.list_namespaced_config_map(team_a, **kwargs).items
-        return sorted(item.metadata.name for item in found if item.metadata.name != "kube-root-ca.crt")
+    def names(label_selector: str | None = None, field_selector: str | None = None) -> list[str]:
+        found = core.list_namespaced_config_map(
+            team_a, label_selector=label_selector, field_selector=field_selector
+        ).items
+        return sorted(present(meta(item).name) for item in found if meta(item).name != "kube-root-ca.crt")
 
     assert names(label_selector="tier=gpu") == ["a", "c"]
     assert names(label_selector="tier==gpu,team=x") == ["a"]
@@ -394,12 +459,14 @@ def test_label_and_field_selectors(core: client.CoreV1Api, team_a: str) -> None:
 
 def test_list_pages_with_limit_and_continue(core: client.CoreV1Api, team_a: str) -> None:
     for i in range(5):
-        core.create_namespaced_secret(team_a, {"metadata": {"name": f"s{i}"}, "stringData": {"k": "v"}})
+        core.create_namespaced_secret(
+            team_a, json_as(client.V1Secret, {"metadata": {"name": f"s{i}"}, "stringData": {"k": "v"}})
+        )
     first = core.list_namespaced_secret(team_a, limit=2)
-    assert [s.metadata.name for s in first.items] == ["s0", "s1"]
-    assert first.metadata.remaining_item_count == 3
-    second = core.list_namespaced_secret(team_a, limit=10, _continue=first.metadata._continue)
-    assert [s.metadata.name for s in second.items] == ["s2", "s3", "s4"]
+    assert [meta(s).name for s in first.items] == ["s0", "s1"]
+    assert present(first.metadata).remaining_item_count == 3
+    second = core.list_namespaced_secret(team_a, limit=10, _continue=present(first.metadata)._continue)
+    assert [meta(s).name for s in second.items] == ["s2", "s3", "s4"]
     assert second.items[0].data == {"k": "dg=="} and second.items[0].type == "Opaque"
 
 
@@ -411,14 +478,14 @@ def test_foreground_namespace_deletion_waits_for_its_content(
 ) -> None:
     fake_kube.set_namespace_deletion_delay(0.2)
     fake_kube.set_termination_delay(0.2)
-    apps.create_namespaced_deployment(team_a, deployment(replicas=2))
+    apps.create_namespaced_deployment(team_a, json_as(client.V1Deployment, deployment(replicas=2)))
     wait_until(lambda: len(fake_kube.ready_pods(team_a)) == 2)
-    answer = core.delete_namespace(team_a, propagation_policy="Foreground")
+    answer = as_json(core.delete_namespace(team_a, propagation_policy="Foreground"))
     assert answer["status"]["phase"] == "Terminating"
     terminating = core.read_namespace(team_a)
-    assert terminating.metadata.deletion_timestamp is not None
-    assert "foregroundDeletion" in terminating.metadata.finalizers
-    assert terminating.spec.finalizers == ["kubernetes"]
+    assert meta(terminating).deletion_timestamp is not None
+    assert "foregroundDeletion" in present(meta(terminating).finalizers)
+    assert present(terminating.spec).finalizers == ["kubernetes"]
     started = time.monotonic()
     wait_until(
         lambda: (
@@ -430,7 +497,8 @@ def test_foreground_namespace_deletion_waits_for_its_content(
         try:
             core.read_namespace(team_a)
         except ApiException as error:
-            return error.status == 404
+            status: int = error.status
+            return status == 404
         return False
 
     wait_until(gone)
@@ -439,20 +507,22 @@ def test_foreground_namespace_deletion_waits_for_its_content(
 
 
 def test_deployment_deletion_propagates(fake_kube: FakeKube, apps: client.AppsV1Api, team_a: str) -> None:
-    apps.create_namespaced_deployment(team_a, deployment(name="fg", replicas=1))
-    apps.create_namespaced_deployment(team_a, deployment(name="bg", replicas=1))
-    apps.create_namespaced_deployment(team_a, deployment(name="orphan", replicas=1))
+    apps.create_namespaced_deployment(team_a, json_as(client.V1Deployment, deployment(name="fg", replicas=1)))
+    apps.create_namespaced_deployment(team_a, json_as(client.V1Deployment, deployment(name="bg", replicas=1)))
+    apps.create_namespaced_deployment(
+        team_a, json_as(client.V1Deployment, deployment(name="orphan", replicas=1))
+    )
     wait_until(lambda: len(fake_kube.ready_pods(team_a)) == 3)
     fake_kube.set_termination_delay(0.3)
-    answer = apps.delete_namespaced_deployment("fg", team_a, propagation_policy="Foreground")
+    answer = as_json(apps.delete_namespaced_deployment("fg", team_a, propagation_policy="Foreground"))
     assert answer["metadata"]["finalizers"] == ["foregroundDeletion"]
     # Foreground: the Deployment stays (deletionTimestamp set) while its ReplicaSet and pods go.
     held = apps.read_namespaced_deployment("fg", team_a)
-    assert held.metadata.deletion_timestamp is not None
+    assert meta(held).deletion_timestamp is not None
     wait_until(lambda: fake_kube.get("apps/v1", "Deployment", "fg", team_a) is None)
     assert fake_kube.pods(team_a, "app=fg") == []
     # Background: the Deployment goes at once; its ReplicaSet and pods after it.
-    status = apps.delete_namespaced_deployment("bg", team_a)
+    status = as_json(apps.delete_namespaced_deployment("bg", team_a))
     assert status["status"] == "Success" and status["details"]["kind"] == "deployments"
     wait_until(lambda: fake_kube.pods(team_a, "app=bg") == [])
     # Orphan: the ReplicaSet stays, without its owner reference.
@@ -465,11 +535,12 @@ def test_deployment_deletion_propagates(fake_kube: FakeKube, apps: client.AppsV1
 
 def test_finalizers_hold_an_object_until_removed(core: client.CoreV1Api, team_a: str) -> None:
     core.create_namespaced_config_map(
-        team_a, {"metadata": {"name": "held", "finalizers": ["example.com/hold"]}}
+        team_a,
+        json_as(client.V1ConfigMap, {"metadata": {"name": "held", "finalizers": ["example.com/hold"]}}),
     )
     core.delete_namespaced_config_map("held", team_a)
     held = core.read_namespaced_config_map("held", team_a)
-    assert held.metadata.deletion_timestamp is not None
+    assert meta(held).deletion_timestamp is not None
     with pytest.raises(ApiException) as adding:
         core.patch_namespaced_config_map(
             "held", team_a, {"metadata": {"finalizers": ["example.com/hold", "example.com/more"]}}
@@ -489,13 +560,15 @@ def test_watch_streams_added_modified_deleted_and_bookmarks(
 ) -> None:
     fake_kube.set_bookmark_interval(0.1)
     listed = core.list_namespaced_config_map(team_a, label_selector="watched=yes")
-    start = listed.metadata.resource_version
-    core.create_namespaced_config_map(team_a, {"metadata": {"name": "w", "labels": {"watched": "yes"}}})
-    core.create_namespaced_config_map(team_a, {"metadata": {"name": "other"}})
+    start = present(listed.metadata).resource_version
+    core.create_namespaced_config_map(
+        team_a, json_as(client.V1ConfigMap, {"metadata": {"name": "w", "labels": {"watched": "yes"}}})
+    )
+    core.create_namespaced_config_map(team_a, json_as(client.V1ConfigMap, {"metadata": {"name": "other"}}))
     core.patch_namespaced_config_map("w", team_a, {"data": {"k": "v"}})
     core.delete_namespaced_config_map("w", team_a)
     seen: list[tuple[str, str | None]] = []
-    watcher = watch.Watch()
+    watcher = new_watch()
     for event in watcher.stream(
         core.list_namespaced_config_map,
         team_a,
@@ -516,20 +589,20 @@ def test_watch_streams_added_modified_deleted_and_bookmarks(
 def test_watch_from_a_compacted_resource_version_is_410(
     fake_kube: FakeKube, core: client.CoreV1Api, team_a: str
 ) -> None:
-    old = core.list_namespaced_config_map(team_a).metadata.resource_version
-    core.create_namespaced_config_map(team_a, {"metadata": {"name": "c"}})
+    old = present(core.list_namespaced_config_map(team_a).metadata).resource_version
+    core.create_namespaced_config_map(team_a, json_as(client.V1ConfigMap, {"metadata": {"name": "c"}}))
     fake_kube.compact()
     with pytest.raises(ApiException) as gone:
-        for _ in watch.Watch().stream(
+        for _ in new_watch().stream(
             core.list_namespaced_config_map, team_a, resource_version=old, timeout_seconds=2
         ):
             pass
     assert gone.value.status == 410
     assert "too old resource version" in gone.value.reason
     # A fresh list gives a resourceVersion that can be watched again.
-    fresh = core.list_namespaced_config_map(team_a).metadata.resource_version
+    fresh = present(core.list_namespaced_config_map(team_a).metadata).resource_version
     core.delete_namespaced_config_map("c", team_a)
-    events = watch.Watch().stream(
+    events = new_watch().stream(
         core.list_namespaced_config_map, team_a, resource_version=fresh, timeout_seconds=2
     )
     assert next(iter(events))["type"] == "DELETED"
@@ -538,10 +611,10 @@ def test_watch_from_a_compacted_resource_version_is_410(
 def test_a_small_history_expires_old_watches(core: client.CoreV1Api) -> None:
     with run_fake_kube(history_size=5) as kube:
         api = client.CoreV1Api(kube.api_client())
-        old = api.list_namespace().metadata.resource_version
+        old = present(api.list_namespace().metadata).resource_version
         for i in range(10):
-            api.create_namespace(namespace(f"ns-{i}"))
-        events = watch.Watch().stream(api.list_namespace, resource_version=old, timeout_seconds=1)
+            api.create_namespace(json_as(client.V1Namespace, namespace(f"ns-{i}")))
+        events = new_watch().stream(api.list_namespace, resource_version=old, timeout_seconds=1)
         with pytest.raises(ApiException) as gone:
             next(iter(events))
         assert gone.value.status == 410
@@ -550,14 +623,14 @@ def test_a_small_history_expires_old_watches(core: client.CoreV1Api) -> None:
 def test_drop_watches_ends_streams_and_the_client_resumes(
     fake_kube: FakeKube, core: client.CoreV1Api, team_a: str
 ) -> None:
-    start = core.list_namespaced_config_map(team_a).metadata.resource_version
-    watcher = watch.Watch()
+    start = present(core.list_namespaced_config_map(team_a).metadata).resource_version
+    watcher = new_watch()
     stream = watcher.stream(core.list_namespaced_config_map, team_a, resource_version=start)
-    core.create_namespaced_config_map(team_a, {"metadata": {"name": "one"}})
+    core.create_namespaced_config_map(team_a, json_as(client.V1ConfigMap, {"metadata": {"name": "one"}}))
     first = next(stream)
     assert (first["type"], first["object"].metadata.name) == ("ADDED", "one")
     assert fake_kube.drop_watches() == 1
-    core.create_namespaced_config_map(team_a, {"metadata": {"name": "two"}})
+    core.create_namespaced_config_map(team_a, json_as(client.V1ConfigMap, {"metadata": {"name": "two"}}))
     second = next(stream)  # the client re-watches from the last resourceVersion it saw
     assert (second["type"], second["object"].metadata.name) == ("ADDED", "two")
     watcher.stop()
@@ -578,28 +651,32 @@ def test_a_deployment_becomes_available_with_ready_pods(
         "web", team_a, deployment(replicas=3), field_manager="gpupaas", _content_type=APPLY
     )
     pending = wait_until(lambda: core.list_namespaced_pod(team_a, label_selector="app=web").items)
-    assert all(p.status.phase == "Pending" for p in pending)
+    assert all(present(p.status).phase == "Pending" for p in pending)
     # the controllers restart with a short delay: the kubelet starts the pods 0.1 s later
     fake_kube.set_pod_delay(0.1)
     fake_kube.pause_controllers()
     fake_kube.resume_controllers()
     available = wait_until(
-        lambda: (d := apps.read_namespaced_deployment("web", team_a)).status.available_replicas == 3 and d
+        lambda: (
+            (d := present(apps.read_namespaced_deployment("web", team_a).status)).available_replicas == 3
+            and d
+        )
     )
-    conditions = {c.type: (c.status, c.reason) for c in available.status.conditions}
+    conditions = {c.type: (c.status, c.reason) for c in available.conditions}
     assert conditions["Available"] == ("True", "MinimumReplicasAvailable")
     assert conditions["Progressing"] == ("True", "NewReplicaSetAvailable")
     pods = core.list_namespaced_pod(team_a, label_selector="app=web").items
     assert len(pods) == 3
     for pod in pods:
-        assert pod.status.phase == "Running" and pod.spec.node_name == "fake-node-1"
-        assert {c.type: c.status for c in pod.status.conditions}["Ready"] == "True"
-        assert pod.status.container_statuses[0].ready
-        owner = pod.metadata.owner_references[0]
+        pod_status, labels = present(pod.status), present(meta(pod).labels)
+        assert pod_status.phase == "Running" and present(pod.spec).node_name == "fake-node-1"
+        assert {c.type: c.status for c in present(pod_status.conditions)}["Ready"] == "True"
+        assert present(pod_status.container_statuses)[0].ready
+        owner = present(meta(pod).owner_references)[0]
         assert (owner.kind, owner.controller) == ("ReplicaSet", True)
-        assert pod.metadata.labels["app"] == "web" and "pod-template-hash" in pod.metadata.labels
+        assert labels["app"] == "web" and "pod-template-hash" in labels
     # A new template rolls out: new pods, the old ones go.
-    old_names = {p.metadata.name for p in pods}
+    old_names = {meta(p).name for p in pods}
     apps.patch_namespaced_deployment(
         "web",
         team_a,
@@ -613,7 +690,7 @@ def test_a_deployment_becomes_available_with_ready_pods(
         return len(current) == 3 and not old_names & {p["metadata"]["name"] for p in current}
 
     wait_until(rolled)
-    wait_until(lambda: apps.read_namespaced_deployment("web", team_a).status.updated_replicas == 3)
+    wait_until(lambda: present(apps.read_namespaced_deployment("web", team_a).status).updated_replicas == 3)
 
 
 def test_an_unschedulable_gpu_pod_says_why(fake_kube: FakeKube, core: client.CoreV1Api, team_a: str) -> None:
@@ -626,16 +703,16 @@ def test_an_unschedulable_gpu_pod_says_why(fake_kube: FakeKube, core: client.Cor
             ]
         },
     }
-    core.create_namespaced_pod(team_a, pod)
+    core.create_namespaced_pod(team_a, json_as(client.V1Pod, pod))
 
     def unschedulable() -> Any:
         found = core.read_namespaced_pod("big", team_a)
-        return next((c for c in found.status.conditions or [] if c.type == "PodScheduled"), None)
+        return next((c for c in present(found.status).conditions or [] if c.type == "PodScheduled"), None)
 
     condition = wait_until(unschedulable)
     assert (condition.status, condition.reason) == ("False", "Unschedulable")
     assert condition.message.startswith("0/4 nodes are available: 4 Insufficient nvidia.com/gpu.")
-    assert core.read_namespaced_pod("big", team_a).status.phase == "Pending"
+    assert present(core.read_namespaced_pod("big", team_a).status).phase == "Pending"
     events = wait_until(
         lambda: (
             core.list_namespaced_event(
@@ -646,78 +723,88 @@ def test_an_unschedulable_gpu_pod_says_why(fake_kube: FakeKube, core: client.Cor
     assert events[0].type == "Warning"
     # More capacity: the scheduler tries again.
     fake_kube.set_nodes([node("gpu-big", gpus=16)])
-    wait_until(lambda: core.read_namespaced_pod("big", team_a).status.phase == "Running")
+    wait_until(lambda: present(core.read_namespaced_pod("big", team_a).status).phase == "Running")
 
 
 def test_make_unschedulable_progress_deadline_and_pending_claims(
     fake_kube: FakeKube, apps: client.AppsV1Api, core: client.CoreV1Api, team_a: str
 ) -> None:
     core.create_namespaced_pod(
-        team_a, {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x:1"}]}}
+        team_a,
+        json_as(
+            client.V1Pod, {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x:1"}]}}
+        ),
     )
-    wait_until(lambda: core.read_namespaced_pod("p", team_a).status.phase == "Running")
+    wait_until(lambda: present(core.read_namespaced_pod("p", team_a).status).phase == "Running")
     fake_kube.make_unschedulable(team_a, "p", "0/1 nodes are available: 1 node(s) were unschedulable.")
-    pending = core.read_namespaced_pod("p", team_a)
-    scheduled = next(c for c in pending.status.conditions if c.type == "PodScheduled")
-    assert (pending.status.phase, scheduled.reason) == ("Pending", "Unschedulable")
+    pending = present(core.read_namespaced_pod("p", team_a).status)
+    scheduled = next(c for c in present(pending.conditions) if c.type == "PodScheduled")
+    assert (pending.phase, scheduled.reason) == ("Pending", "Unschedulable")
     assert scheduled.message == "0/1 nodes are available: 1 node(s) were unschedulable."
     fake_kube.recover_pod(team_a, "p")
-    wait_until(lambda: core.read_namespaced_pod("p", team_a).status.phase == "Running")
+    wait_until(lambda: present(core.read_namespaced_pod("p", team_a).status).phase == "Running")
     # PVCs stay Pending while binding is off.
     fake_kube.set_pvc_delay(None)
     claim = {
         "metadata": {"name": "data"},
         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
     }
-    core.create_namespaced_persistent_volume_claim(team_a, claim)
+    core.create_namespaced_persistent_volume_claim(team_a, json_as(client.V1PersistentVolumeClaim, claim))
     # A rollout that cannot finish times out after progressDeadlineSeconds.
     stuck = deployment(replicas=1, gpus=64)
     stuck["spec"]["progressDeadlineSeconds"] = 1
-    apps.create_namespaced_deployment(team_a, stuck)
+    apps.create_namespaced_deployment(team_a, json_as(client.V1Deployment, stuck))
 
     def timed_out() -> Any:
-        conditions = apps.read_namespaced_deployment("web", team_a).status.conditions or []
+        conditions = present(apps.read_namespaced_deployment("web", team_a).status).conditions or []
         return next((c for c in conditions if c.type == "Progressing" and c.status == "False"), None)
 
     condition = wait_until(timed_out)
     assert condition.reason == "ProgressDeadlineExceeded"
-    assert core.read_namespaced_persistent_volume_claim("data", team_a).status.phase == "Pending"
+    assert present(core.read_namespaced_persistent_volume_claim("data", team_a).status).phase == "Pending"
     fake_kube.set_pvc_delay(0)
-    wait_until(lambda: core.read_namespaced_persistent_volume_claim("data", team_a).status.phase == "Bound")
+    wait_until(
+        lambda: present(core.read_namespaced_persistent_volume_claim("data", team_a).status).phase == "Bound"
+    )
 
 
 def test_fail_pod_and_recover_pod(
     fake_kube: FakeKube, apps: client.AppsV1Api, core: client.CoreV1Api, team_a: str
 ) -> None:
-    apps.create_namespaced_deployment(team_a, deployment(replicas=1))
+    apps.create_namespaced_deployment(team_a, json_as(client.V1Deployment, deployment(replicas=1)))
     pod = wait_until(lambda: fake_kube.ready_pods(team_a, "app=web"))[0]
     name = pod["metadata"]["name"]
     fake_kube.fail_pod(team_a, name, "OOMKilled", "out of memory")
-    failed = core.read_namespaced_pod(name, team_a)
-    container = failed.status.container_statuses[0]
-    assert failed.status.phase == "Running" and not container.ready
-    assert container.state.waiting.reason == "CrashLoopBackOff"
-    assert (container.last_state.terminated.reason, container.last_state.terminated.exit_code) == (
-        "OOMKilled",
-        137,
-    )
+    failed = present(core.read_namespaced_pod(name, team_a).status)
+    container = present(failed.container_statuses)[0]
+    assert failed.phase == "Running" and not container.ready
+    assert present(present(container.state).waiting).reason == "CrashLoopBackOff"
+    terminated = present(present(container.last_state).terminated)
+    assert (terminated.reason, terminated.exit_code) == ("OOMKilled", 137)
     assert container.restart_count == 1
-    wait_until(lambda: (apps.read_namespaced_deployment("web", team_a).status.available_replicas or 0) == 0)
+
+    def available_replicas() -> int | None:
+        return present(apps.read_namespaced_deployment("web", team_a).status).available_replicas
+
+    wait_until(lambda: (available_replicas() or 0) == 0)
     fake_kube.recover_pod(team_a, name)
-    wait_until(lambda: apps.read_namespaced_deployment("web", team_a).status.available_replicas == 1)
+    wait_until(lambda: available_replicas() == 1)
     # restartPolicy Never: the pod fails for good.
     core.create_namespaced_pod(
         team_a,
-        {
-            "metadata": {"name": "job"},
-            "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x:1"}]},
-        },
+        json_as(
+            client.V1Pod,
+            {
+                "metadata": {"name": "job"},
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x:1"}]},
+            },
+        ),
     )
-    wait_until(lambda: core.read_namespaced_pod("job", team_a).status.phase == "Running")
+    wait_until(lambda: present(core.read_namespaced_pod("job", team_a).status).phase == "Running")
     fake_kube.fail_pod(team_a, "job", "Error", "exit 3", exit_code=3)
-    job = core.read_namespaced_pod("job", team_a)
-    assert job.status.phase == "Failed"
-    assert job.status.container_statuses[0].state.terminated.exit_code == 3
+    job = present(core.read_namespaced_pod("job", team_a).status)
+    assert job.phase == "Failed"
+    assert present(present(present(job.container_statuses)[0].state).terminated).exit_code == 3
 
 
 def test_statefulset_pods_come_up_in_order_with_bound_claims(
@@ -753,15 +840,15 @@ def test_statefulset_pods_come_up_in_order_with_bound_claims(
         },
     }
     apps.patch_namespaced_stateful_set("db", team_a, sts, field_manager="gpupaas", _content_type=APPLY)
-    wait_until(lambda: apps.read_namespaced_stateful_set("db", team_a).status.ready_replicas == 2)
+    wait_until(lambda: present(apps.read_namespaced_stateful_set("db", team_a).status).ready_replicas == 2)
     pods = sorted(
-        core.list_namespaced_pod(team_a, label_selector="app=db").items, key=lambda p: p.metadata.name
+        core.list_namespaced_pod(team_a, label_selector="app=db").items, key=lambda p: present(meta(p).name)
     )
-    assert [p.metadata.name for p in pods] == ["db-0", "db-1"]
-    assert pods[0].status.start_time <= pods[1].status.start_time
+    assert [meta(p).name for p in pods] == ["db-0", "db-1"]
+    assert present(present(pods[0].status).start_time) <= present(present(pods[1].status).start_time)
     claims = core.list_namespaced_persistent_volume_claim(team_a).items
-    assert sorted(c.metadata.name for c in claims) == ["data-db-0", "data-db-1"]
-    assert all(c.status.phase == "Bound" and c.status.capacity == {"storage": "1Gi"} for c in claims)
+    assert sorted(present(meta(c).name) for c in claims) == ["data-db-0", "data-db-1"]
+    assert all((s := present(c.status)).phase == "Bound" and s.capacity == {"storage": "1Gi"} for c in claims)
 
 
 def test_quota_failures_show_on_the_deployment(
@@ -769,12 +856,18 @@ def test_quota_failures_show_on_the_deployment(
 ) -> None:
     core.create_namespaced_resource_quota(
         team_a,
-        {"metadata": {"name": "compute"}, "spec": {"hard": {"requests.nvidia.com/gpu": "2", "pods": "10"}}},
+        json_as(
+            client.V1ResourceQuota,
+            {
+                "metadata": {"name": "compute"},
+                "spec": {"hard": {"requests.nvidia.com/gpu": "2", "pods": "10"}},
+            },
+        ),
     )
-    apps.create_namespaced_deployment(team_a, deployment(replicas=3, gpus=1))
+    apps.create_namespaced_deployment(team_a, json_as(client.V1Deployment, deployment(replicas=3, gpus=1)))
 
     def failure() -> Any:
-        conditions = apps.read_namespaced_deployment("web", team_a).status.conditions or []
+        conditions = present(apps.read_namespaced_deployment("web", team_a).status).conditions or []
         return next((c for c in conditions if c.type == "ReplicaFailure"), None)
 
     condition = wait_until(failure)
@@ -785,12 +878,12 @@ def test_quota_failures_show_on_the_deployment(
     )
     quota = wait_until(
         lambda: (
-            (q := core.read_namespaced_resource_quota("compute", team_a)).status.used
-            and q.status.used.get("requests.nvidia.com/gpu") == "2"
+            (q := present(core.read_namespaced_resource_quota("compute", team_a).status)).used
+            and q.used.get("requests.nvidia.com/gpu") == "2"
             and q
         )
     )
-    assert quota.status.hard == {"requests.nvidia.com/gpu": "2", "pods": "10"}
+    assert quota.hard == {"requests.nvidia.com/gpu": "2", "pods": "10"}
 
 
 def test_status_patches_services_and_node_ports(
@@ -800,25 +893,27 @@ def test_status_patches_services_and_node_ports(
         "metadata": {"name": "web"},
         "spec": {"type": "NodePort", "selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]},
     }
-    created = core.create_namespaced_service(team_a, service)
-    port = created.spec.ports[0]
-    assert 30000 <= port.node_port <= 32767 and port.protocol == "TCP"
-    assert created.spec.cluster_ip
+    created = core.create_namespaced_service(team_a, json_as(client.V1Service, service))
+    port = present(present(created.spec).ports)[0]
+    assert 30000 <= present(port.node_port) <= 32767 and port.protocol == "TCP"
+    assert present(created.spec).cluster_ip
     # The main resource ignores status; the status subresource takes it (merge patch).
-    apps.create_namespaced_deployment(team_a, deployment(replicas=0))
+    apps.create_namespaced_deployment(team_a, json_as(client.V1Deployment, deployment(replicas=0)))
     apps.patch_namespaced_deployment("web", team_a, {"status": {"replicas": 7}})
-    assert apps.read_namespaced_deployment("web", team_a).status.replicas is None
+    assert present(apps.read_namespaced_deployment("web", team_a).status).replicas is None
     patched = apps.patch_namespaced_deployment_status(
         "web", team_a, {"status": {"observedGeneration": 9}}, _content_type="application/merge-patch+json"
     )
-    assert patched.status.observed_generation == 9
+    assert present(patched.status).observed_generation == 9
     strategic = apps.patch_namespaced_deployment_status(
         "web",
         team_a,
         {"status": {"conditions": [{"type": "Available", "status": "False", "reason": "Test"}]}},
         _content_type="application/strategic-merge-patch+json",
     )
-    assert [c.reason for c in strategic.status.conditions if c.type == "Available"] == ["Test"]
+    assert [c.reason for c in present(present(strategic.status).conditions) if c.type == "Available"] == [
+        "Test"
+    ]
 
 
 def test_injected_errors_latency_and_the_request_log(
@@ -827,10 +922,12 @@ def test_injected_errors_latency_and_the_request_log(
     rule = fake_kube.inject_error("POST", r"/configmaps$", 503, times=2)
     for _ in range(2):
         with pytest.raises(ApiException) as error:
-            core.create_namespaced_config_map(team_a, {"metadata": {"name": "x"}})
+            core.create_namespaced_config_map(
+                team_a, json_as(client.V1ConfigMap, {"metadata": {"name": "x"}})
+            )
         assert (error.value.status, status_of(error.value)["reason"]) == (503, "ServiceUnavailable")
     assert rule.hits == 2
-    core.create_namespaced_config_map(team_a, {"metadata": {"name": "x"}})
+    core.create_namespaced_config_map(team_a, json_as(client.V1ConfigMap, {"metadata": {"name": "x"}}))
     # The client retries reads answered 429/5xx with Retry-After by itself (client-go style).
     retried = fake_kube.inject_error("GET", r"/configmaps$", 429, times=2, retry_after=0)
     core.list_namespaced_config_map(team_a)
@@ -852,13 +949,11 @@ def test_injected_errors_latency_and_the_request_log(
 def test_a_required_token_rejects_a_bad_kubeconfig(tmp_path: Path) -> None:
     with run_fake_kube(token="s3cret") as kube:
         good = client.Configuration()
-        config.load_kube_config(
-            config_file=str(kube.kubeconfig(tmp_path / "good")), client_configuration=good
-        )
+        load_kube_config(config_file=str(kube.kubeconfig(tmp_path / "good")), client_configuration=good)
         assert good.host == kube.url
-        assert client.CoreV1Api(client.ApiClient(good)).read_namespace("default").metadata.name == "default"
+        assert meta(client.CoreV1Api(client.ApiClient(good)).read_namespace("default")).name == "default"
         bad = client.Configuration()
-        config.load_kube_config(
+        load_kube_config(
             config_file=str(kube.kubeconfig(tmp_path / "bad", token="nope")), client_configuration=bad
         )
         with pytest.raises(ApiException) as error:
@@ -869,8 +964,10 @@ def test_a_required_token_rejects_a_bad_kubeconfig(tmp_path: Path) -> None:
 def test_every_stored_object_passes_kubernetes_validate(
     fake_kube: FakeKube, apps: client.AppsV1Api, core: client.CoreV1Api, team_a: str
 ) -> None:
-    apps.create_namespaced_deployment(team_a, deployment(replicas=2, gpus=1))
-    core.create_namespaced_service(team_a, {"metadata": {"name": "web"}, "spec": {"ports": [{"port": 80}]}})
+    apps.create_namespaced_deployment(team_a, json_as(client.V1Deployment, deployment(replicas=2, gpus=1)))
+    core.create_namespaced_service(
+        team_a, json_as(client.V1Service, {"metadata": {"name": "web"}, "spec": {"ports": [{"port": 80}]}})
+    )
     wait_until(lambda: len(fake_kube.ready_pods(team_a)) == 2)
     for api_version, kind in [
         ("v1", "Namespace"),
@@ -888,13 +985,13 @@ def test_every_stored_object_passes_kubernetes_validate(
 
 async def test_the_async_runner_serves_the_sync_client_through_threads(fake_kube_async: FakeKube) -> None:
     api = client.CoreV1Api(fake_kube_async.api_client())
-    await asyncio.to_thread(api.create_namespace, namespace("async-ns"))
+    await asyncio.to_thread(api.create_namespace, json_as(client.V1Namespace, namespace("async-ns")))
     fake_kube_async.set_pod_delay(0)
     pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x:1"}]}}
-    await asyncio.to_thread(api.create_namespaced_pod, "async-ns", pod)
+    await asyncio.to_thread(api.create_namespaced_pod, "async-ns", json_as(client.V1Pod, pod))
     for _ in range(200):
         found = await asyncio.to_thread(api.read_namespaced_pod, "p", "async-ns")
-        if found.status.phase == "Running":
+        if present(found.status).phase == "Running":
             break
         await asyncio.sleep(0.01)
-    assert found.status.phase == "Running"
+    assert present(found.status).phase == "Running"

@@ -8,12 +8,17 @@ import hashlib
 import json
 import random
 import string
+from collections.abc import Callable
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
-from kubernetes.utils import parse_quantity as _parse_quantity
+from kubernetes import utils as _kube_utils
 
 Obj = dict[str, Any]
+T = TypeVar("T")
+
+# kubernetes.utils is not annotated: its parse_quantity takes a str or a number, returns a Decimal.
+_parse_quantity: Callable[[Any], Decimal] = _kube_utils.parse_quantity
 
 _BINARY = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
 _BYTE_RESOURCES = ("memory", "storage", "ephemeral-storage")
@@ -29,7 +34,7 @@ def now_micro() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def deep(obj: Any) -> Any:
+def deep(obj: T) -> T:
     return copy.deepcopy(obj)
 
 
@@ -55,8 +60,7 @@ def parse_quantity(value: Any) -> Decimal:
     """A Kubernetes quantity as a Decimal; ValueError when it is not one."""
     if isinstance(value, bool):
         raise ValueError(f"{value!r} is not a quantity")
-    result: Decimal = _parse_quantity(value)
-    return result
+    return _parse_quantity(value)
 
 
 def format_quantity(value: Decimal, resource: str = "") -> str:

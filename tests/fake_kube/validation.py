@@ -110,7 +110,7 @@ def qualified_name_problem(key: str) -> str | None:
 
 
 def _labels(field: str, labels: Any) -> list[Cause]:
-    causes = []
+    causes: list[Cause] = []
     if not isinstance(labels, Mapping):
         return causes
     for key, value in labels.items():

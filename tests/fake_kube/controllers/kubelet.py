@@ -1,0 +1,246 @@
+"""The kubelet: starts bound pods, terminates deleted ones, fails and recovers containers on
+request, serves the pod logs and keeps the Nodes."""
+
+from __future__ import annotations
+
+from tests.fake_kube.controllers.base import (
+    KUBELET,
+    NODE,
+    POD,
+    ControllerBase,
+    _condition,
+    _set_condition,
+)
+from tests.fake_kube.util import Obj, deep, get_path, now
+
+WAITING_REASONS = (
+    "ContainerCreating",
+    "CrashLoopBackOff",
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "RunContainerError",
+)
+
+
+class Kubelet(ControllerBase):
+    # Kubelet ---------------------------------------------------------------------------------
+
+    def _start(self, namespace: str, name: str, uid: str) -> None:
+        self._starting.discard(uid)
+        pod = self.store.find(POD, namespace, name)
+        if pod is None or pod["metadata"]["uid"] != uid or uid in self._failed:
+            return
+        if get_path(pod, "metadata", "deletionTimestamp") or get_path(pod, "status", "phase") != "Pending":
+            return
+        self._run(pod)
+
+    def _run(self, pod: Obj, restarts: dict[str, int] | None = None) -> Obj | None:
+        self._ip += 1
+        pod_ip = f"10.244.{self._ip // 250}.{self._ip % 250 + 2}"
+
+        def running(new: Obj) -> None:
+            status = new.setdefault("status", {})
+            spec = new.get("spec") or {}
+            started = now()
+            status["phase"] = "Running"
+            status.setdefault("podIP", pod_ip)
+            status.setdefault("podIPs", [{"ip": status["podIP"]}])
+            status.pop("reason", None)
+            status.pop("message", None)
+            conditions = status.get("conditions") or []
+            for kind in (
+                "PodReadyToStartContainers",
+                "Initialized",
+                "Ready",
+                "ContainersReady",
+                "PodScheduled",
+            ):
+                conditions = _set_condition(conditions, _condition(kind, "True"))
+            status["conditions"] = conditions
+            previous = {c["name"]: c for c in status.get("containerStatuses") or []}
+            status["containerStatuses"] = [
+                self._container_status(
+                    c,
+                    {"running": {"startedAt": started}},
+                    ready=True,
+                    restarts=int(previous.get(c["name"], {}).get("restartCount", 0)),
+                    last=previous.get(c["name"], {}).get("lastState") or None,
+                )
+                for c in spec.get("containers") or []
+            ]
+            if spec.get("initContainers"):
+                status["initContainerStatuses"] = [
+                    self._container_status(
+                        c,
+                        {
+                            "terminated": {
+                                "exitCode": 0,
+                                "reason": "Completed",
+                                "startedAt": started,
+                                "finishedAt": started,
+                            }
+                        },
+                        ready=True,
+                    )
+                    for c in spec["initContainers"]
+                ]
+            if get_path(new, "metadata", "generation"):
+                status["observedGeneration"] = new["metadata"]["generation"]
+
+        updated = self.store.internal_update(POD, pod, running, manager=KUBELET, subresource="status")
+        if updated is not None:
+            for container in get_path(updated, "spec", "containers") or []:
+                self.event(
+                    POD, updated, "Normal", "Started", f"Started container {container['name']}", "kubelet"
+                )
+        return updated
+
+    def _terminate(self, namespace: str, name: str, uid: str) -> None:
+        pod = self.store.find(POD, namespace, name)
+        if pod is None or pod["metadata"]["uid"] != uid:
+            return
+
+        def terminated(new: Obj) -> None:
+            new["metadata"]["deletionGracePeriodSeconds"] = 0
+
+        self.store.internal_update(POD, pod, terminated, manager=KUBELET)
+
+    def fail_pod(
+        self,
+        namespace: str,
+        name: str,
+        reason: str = "Error",
+        message: str = "",
+        *,
+        exit_code: int | None = None,
+        phase: str | None = None,
+        container: str | None = None,
+    ) -> Obj:
+        pod = self.store.find(POD, namespace, name)
+        if pod is None:
+            raise KeyError(f"no pod {namespace}/{name}")
+        uid = pod["metadata"]["uid"]
+        code = exit_code if exit_code is not None else (137 if reason == "OOMKilled" else 1)
+        spec = pod.get("spec") or {}
+        names = [c["name"] for c in spec.get("containers") or []]
+        failing = [container] if container else names
+        restart = spec.get("restartPolicy", "Always")
+        moment = now()
+
+        def fail(new: Obj) -> None:
+            status = new.setdefault("status", {})
+            was_running = status.get("phase") == "Running"
+            previous = {c["name"]: c for c in status.get("containerStatuses") or []}
+            terminated = {"exitCode": code, "reason": reason, "startedAt": moment, "finishedAt": moment}
+            if message:
+                terminated["message"] = message
+            statuses = []
+            failed_phase = (
+                phase == "Failed"
+                or reason == "Evicted"
+                or (restart == "Never" and reason not in WAITING_REASONS)
+            )
+            for c in spec.get("containers") or []:
+                old = previous.get(c["name"], {})
+                restarts = int(old.get("restartCount", 0))
+                if c["name"] not in failing:
+                    statuses.append(
+                        old or self._container_status(c, {"running": {"startedAt": moment}}, ready=True)
+                    )
+                    continue
+                if reason in WAITING_REASONS:
+                    waiting = {"reason": reason, "message": message} if message else {"reason": reason}
+                    statuses.append(
+                        self._container_status(
+                            c, {"waiting": waiting}, ready=False, restarts=restarts, last=old.get("lastState")
+                        )
+                    )
+                elif failed_phase:
+                    statuses.append(
+                        self._container_status(c, {"terminated": terminated}, ready=False, restarts=restarts)
+                    )
+                else:
+                    back_off = {
+                        "reason": "CrashLoopBackOff",
+                        "message": f"back-off 10s restarting failed container={c['name']} pod={name}_{namespace}({uid})",
+                    }
+                    statuses.append(
+                        self._container_status(
+                            c,
+                            {"waiting": back_off},
+                            ready=False,
+                            restarts=restarts + 1,
+                            last={"terminated": terminated},
+                        )
+                    )
+            status["containerStatuses"] = statuses
+            if failed_phase:
+                status["phase"] = phase or "Failed"
+                if reason == "Evicted":
+                    status["reason"] = "Evicted"
+                    status["message"] = message
+            elif reason in WAITING_REASONS:
+                status["phase"] = "Running" if was_running else "Pending"
+            else:
+                status["phase"] = "Running"  # restartPolicy Always/OnFailure: the container restarts
+            unready = f"containers with unready status: [{' '.join(failing)}]"
+            not_ready_reason = "PodFailed" if failed_phase else "ContainersNotReady"
+            conditions = status.get("conditions") or []
+            conditions = _set_condition(conditions, _condition("Ready", "False", not_ready_reason, unready))
+            conditions = _set_condition(
+                conditions, _condition("ContainersReady", "False", not_ready_reason, unready)
+            )
+            status["conditions"] = conditions
+
+        self._starting.discard(uid)
+        updated = self.store.internal_update(POD, pod, fail, manager=KUBELET, subresource="status")
+        assert updated is not None
+        self._failed[uid] = updated["status"]
+        pull = "Pull" in reason or reason in (
+            "InvalidImageName",
+            "CreateContainerConfigError",
+            "CreateContainerError",
+        )
+        kind = "Failed" if pull else "BackOff"
+        text = message or f"Back-off restarting failed container {failing[0] if failing else ''}"
+        self.event(POD, updated, "Warning", kind, text, "kubelet")
+        return deep(updated)
+
+    def recover_pod(self, namespace: str, name: str) -> Obj | None:
+        pod = self.store.find(POD, namespace, name)
+        if pod is None:
+            raise KeyError(f"no pod {namespace}/{name}")
+        uid = pod["metadata"]["uid"]
+        self._failed.pop(uid, None)
+        if self._pinned.pop(uid, "unset") != "unset":
+            self.enqueue("schedule", namespace, name)
+            return deep(pod)
+        if not get_path(pod, "spec", "nodeName"):
+            self.enqueue("schedule", namespace, name)
+            return deep(pod)
+        updated = self._run(pod)
+        return deep(updated) if updated is not None else None
+
+    def set_nodes(self, nodes: list[Obj]) -> None:
+        wanted = {n["metadata"]["name"] for n in nodes}
+        for existing in self.store.items(NODE):
+            if existing["metadata"]["name"] not in wanted:
+                self.store.remove_internal(NODE, existing)
+        for item in nodes:
+            self.store.put_internal(NODE, item, manager=KUBELET)
+        self.enqueue("schedule_all")
+
+    # Pod logs --------------------------------------------------------------------------------
+
+    def log_of(self, namespace: str, name: str, container: str | None = None) -> str:
+        pod = self.store.find(POD, namespace, name)
+        if pod is None:
+            raise KeyError(name)
+        text = self.pod_logs.get((namespace, name))
+        if text is not None:
+            return text
+        names = [c["name"] for c in get_path(pod, "spec", "containers") or []]
+        return f"fake log of {namespace}/{name} container {container or (names[0] if names else '')}\n"
