@@ -31,6 +31,7 @@ from tortoise import Tortoise
 
 from gpupaas import bootstrap, db
 from gpupaas.accounts import service as accounts
+from gpupaas.api.headers import SecurityHeaders
 from gpupaas.api.schema import build_schema
 from gpupaas.core.actor import ANONYMOUS, Actor
 from gpupaas.graphql import fanout, response_cache
@@ -238,7 +239,11 @@ def create_app(settings: Settings, *, migrate: bool = True, runtime: Runtime | N
         routes.append(Mount("/", SpaFiles(directory=STATIC_DIR), name="spa"))
     else:
         routes.append(Route("/", landing))
-    return Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(BodySizeLimit)])
+    middleware = [
+        Middleware(SecurityHeaders, hsts=settings.secure_cookies),
+        Middleware(BodySizeLimit),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
 
 
 GC_THRESHOLDS = (50_000, 20, 100)

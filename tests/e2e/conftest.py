@@ -72,10 +72,18 @@ async def studio(settings: Settings) -> AsyncIterator[str]:
 
 @dataclass
 class Watched:
-    """What a page did that a test must see: dialogs opened (alert() from an XSS) and console errors."""
+    """What a page did that a test must see: dialogs opened (alert() from an XSS), console errors,
+    and among them what the Content-Security-Policy refused."""
 
     dialogs: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    csp_violations: list[str] = field(default_factory=list)
+
+    def on_console(self, message: Any) -> None:
+        if message.type == "error":
+            self.errors.append(message.text)
+        if "Content Security Policy" in message.text:
+            self.csp_violations.append(message.text)
 
 
 @pytest.fixture
@@ -104,7 +112,7 @@ async def new_page(
             await dialog.dismiss()
 
         page.on("dialog", on_dialog)
-        page.on("console", lambda m: watched.errors.append(m.text) if m.type == "error" else None)
+        page.on("console", watched.on_console)
         page.on("pageerror", lambda e: watched.errors.append(str(e)))
     return page
 

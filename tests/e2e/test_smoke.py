@@ -39,3 +39,33 @@ async def test_sign_in_switch_projects_and_reload_a_deep_link(db: object, studio
     await nav.get_by_role("link", name="Compute Profiles").wait_for()
     assert watched.dialogs == []
     assert [e for e in watched.errors if "401" not in e] == []
+    assert watched.csp_violations == []
+
+
+async def test_the_studio_runs_under_its_content_security_policy(
+    db: object, studio: str, browser: Any
+) -> None:
+    # given the studio as a browser loads it
+    await make_user("alice")
+    await make_project("ml", alice=Role.MEMBER)
+    watched = Watched()
+    page = await new_page(browser, watched)
+    response = await page.goto(f"{studio}/login")
+    headers = await response.all_headers()
+    assert "script-src 'self';" in headers["content-security-policy"]
+    assert headers["x-frame-options"] == "DENY" and headers["x-content-type-options"] == "nosniff"
+    # when it signs in and loads its pages: nothing it needs is refused
+    await sign_in(page, studio, "alice")
+    await page.get_by_role("navigation", name="Main").wait_for()
+    assert watched.csp_violations == []
+    # and a script injected into the page (what a stored XSS would be) does not run
+    await page.evaluate(
+        """() => {
+          const script = document.createElement("script");
+          script.textContent = "window.injected = true";
+          document.head.appendChild(script);
+        }"""
+    )
+    assert await page.evaluate("window.injected === undefined")
+    await page.wait_for_function("true")  # one more round trip: the console message has arrived
+    assert any("script-src" in violation for violation in watched.csp_violations), watched.csp_violations
