@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from gpupaas.core.actor import Role
 from tests.conftest import GraphQLClient
 from tests.factories import make_instance, make_profile, make_project, make_template, make_user, make_version
 
@@ -324,3 +325,60 @@ async def test_oversized_bodies_are_refused_before_they_are_read(db: object, gql
         headers={"content-type": "application/json"},
     )
     assert response.status_code == 413
+
+
+SEARCHED_LISTS = [
+    'query($s: String) { environmentTemplates(project: "ml", search: $s) { name } }',
+    'query($s: String) { computeProfiles(project: "ml", search: $s) { totalCount } }',
+    'query($s: String) { catalog(project: "ml", search: $s) { name } }',
+    'query($s: String) { computeInstances(project: "ml", search: $s) { totalCount } }',
+    'query($s: String) { instanceTemplates(project: "ml", search: $s) { name } }',
+]
+
+
+async def test_a_search_over_its_limit_is_refused_with_a_clear_error(db: object, gql: GraphQLClient) -> None:
+    # given the five searched lists and a member of the project
+    alice = await make_user("alice")
+    await make_project("ml", alice=Role.ADMIN)
+    for query in SEARCHED_LISTS:
+        # when the search is 200 characters: an answer (no match)
+        body = await gql(query, {"s": "é" * 200}, token=alice.token)
+        assert "errors" not in body, (query, body)
+        # when it is longer (50,001 characters once made SQLite fail): INVALID, saying the limit
+        body = await gql(query, {"s": "a" * 50_001}, token=alice.token)
+        assert [e["extensions"]["code"] for e in body["errors"]] == ["INVALID"], (query, body)
+        assert body["errors"][0]["message"] == "search: must be at most 200 characters (not 50001)"
+
+
+ADD_VERSION = """
+mutation($input: AddEnvironmentTemplateVersionInput!) {
+  addEnvironmentTemplateVersion(input: $input) { userErrors { field message code } }
+}"""
+CREATE_CLUSTER = """
+mutation($input: CreateClusterInput!) {
+  createCluster(input: $input) { userErrors { field message code } }
+}"""
+
+
+async def test_yaml_nested_too_deep_is_invalid_not_a_crash(db: object, gql: GraphQLClient) -> None:
+    # given a template and a platform admin
+    root = await make_user("root", platform_admin=True)
+    template = await make_template(await make_project("ml"))
+    deep = "[" * 5000
+    # when a version's YAML nests 5,000 levels: an error naming the limit, not INTERNAL
+    answer = await gql.data(
+        ADD_VERSION,
+        {"input": {"template": str(template.id), "version": "9.9.9", "resources": deep}},
+        token=root.token,
+    )
+    [error] = answer["addEnvironmentTemplateVersion"]["userErrors"]
+    assert error["code"] == "INVALID" and error["field"] == ["input", "resources"]
+    assert "nests deeper than 64 levels" in error["message"]
+    # and a kubeconfig that does the same
+    answer = await gql.data(
+        CREATE_CLUSTER,
+        {"input": {"name": "deep", "driver": "KUBERNETES", "kubeconfig": "a: " + "{" * 5000}},
+        token=root.token,
+    )
+    [error] = answer["createCluster"]["userErrors"]
+    assert error["field"] == ["input", "kubeconfig"] and "nests deeper than 64 levels" in error["message"]

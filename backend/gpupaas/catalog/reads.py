@@ -32,6 +32,7 @@ from gpupaas.accounts.sharing import SharingMode
 from gpupaas.catalog.models import ComputeProfile, EnvironmentTemplate, EnvironmentTemplateVersion
 from gpupaas.core.errors import InvalidArgument
 from gpupaas.core.pagination import DEFAULT_PAGE, MAX_PAGE, Page, decode_cursor
+from gpupaas.core.search import search_term
 
 M = TypeVar("M", bound=Model)
 
@@ -118,7 +119,7 @@ _SEARCHED = ("name", "display_name", "description")
 def _search(alias: str, search: str | None) -> tuple[str, list[Any]]:
     """`core.search.matching(query, search, *_SEARCHED)`: the SQL of the ORM's `__icontains`
     (tortoise.filters.insensitive_contains) and its values, or nothing for an empty search."""
-    term = (search or "").strip()
+    term = search_term(search)
     if not term:
         return "", []
     like = f"%{escape_like(term)}%"

@@ -14,7 +14,7 @@ from tortoise.exceptions import IntegrityError
 from tortoise.transactions import in_transaction
 
 from gpupaas.clusters.models import Cluster, ClusterStatus
-from gpupaas.core import crypto, validation
+from gpupaas.core import crypto, validation, yaml_limits
 from gpupaas.core.actor import Actor
 from gpupaas.core.errors import Collector, ErrorCode, UserErrors
 from gpupaas.core.hooks import Hook
@@ -86,7 +86,7 @@ def _kubeconfig_problem(text: str, context: str | None) -> str | None:
     if len(text) > MAX_KUBECONFIG:
         return f"must be at most {MAX_KUBECONFIG // 1024} KiB"
     try:
-        data = yaml.safe_load(text)
+        data = yaml_limits.safe_load(text)
     except yaml.YAMLError as error:
         return f"is not valid YAML: {error}".splitlines()[0]
     if (

@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from gpupaas.core.yaml_limits import LimitedSafeLoader
 from gpupaas.provisioning.render.placeholders import PLACEHOLDER
 from gpupaas.provisioning.render.problems import MAX_VALUES, Path, Problem, TemplateError, object_ref
 from gpupaas.provisioning.wording import type_name
@@ -27,8 +28,9 @@ KIND = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 API_VERSION = re.compile(r"(?:[a-z0-9](?:[-a-z0-9.]*[a-z0-9])?/)?[a-z0-9]+")
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader read the way Kubernetes reads YAML: dates stay strings, duplicate keys are errors."""
+class _Loader(LimitedSafeLoader):
+    """SafeLoader read the way Kubernetes reads YAML: dates stay strings, duplicate keys are errors;
+    nesting is limited (core/yaml_limits.py)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
         seen: set[Hashable] = set()
