@@ -33,6 +33,7 @@ from gpupaas import bootstrap, db
 from gpupaas.accounts import service as accounts
 from gpupaas.api.headers import SecurityHeaders
 from gpupaas.api.schema import build_schema
+from gpupaas.api.sockets import SocketSessions
 from gpupaas.core.actor import ANONYMOUS, Actor
 from gpupaas.graphql import fanout, response_cache
 from gpupaas.graphql.context import SESSION_COOKIE, Context
@@ -44,6 +45,11 @@ from gpupaas.spa import SpaFiles
 
 log = logging.getLogger("gpupaas")
 STATIC_DIR = Path(__file__).parent / "static"
+
+
+async def _actor_of(authorization: str | None, cookie: str | None) -> Actor:
+    actor, _ = await actor_from_credentials(authorization, cookie)
+    return actor
 
 
 async def actor_from_credentials(authorization: str | None, cookie: str | None) -> tuple[Actor, str | None]:
@@ -82,6 +88,16 @@ class GraphQLApp(GraphQL[Context, None]):
         self.settings = settings
         self.runtime = runtime
         self.cache = ResponseCache() if settings.response_cache else None
+        self.sockets = SocketSessions(
+            _actor_of, accounts.credential_expiry, recheck_seconds=settings.ws_recheck_seconds
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            if scope["type"] == "websocket":
+                self.sockets.forget(scope)
 
     async def execute_single(
         self,
@@ -138,6 +154,15 @@ class GraphQLApp(GraphQL[Context, None]):
             if actor.user is None:
                 raise ConnectionRejectionError({"message": "Invalid or expired token."})
             context.actor = actor
+        # The connection ends when its credentials do (api/sockets.py).
+        broadcaster = self.runtime.broadcaster if self.runtime else None
+        if broadcaster is not None:
+            broadcaster.credential_listeners.add(self.sockets.changed)
+        await self.sockets.add(
+            context,
+            str(authorization) if authorization is not None else None,
+            context.session_secret if authorization is None else None,
+        )
         unset: UnsetType = UNSET
         return unset
 
@@ -224,6 +249,7 @@ def create_app(settings: Settings, *, migrate: bool = True, runtime: Runtime | N
         try:
             yield
         finally:
+            await graphql.sockets.close()
             if owned and graphql.runtime is not None:
                 await graphql.runtime.stop()
                 graphql.runtime = None

@@ -175,6 +175,9 @@ class Settings:
     response_cache: bool = True
     # permessage-deflate on the GraphQL websocket (off: cheaper for the server, more bytes on the wire).
     ws_compression: bool = False
+    # How often every open websocket's credentials are checked again, besides at once when they
+    # are revoked and when they expire (api/sockets.py).
+    ws_recheck_seconds: float = 60.0
 
     @property
     def is_sqlite(self) -> bool:
@@ -228,4 +231,5 @@ class Settings:
             gc_tuning=_bool(env, "GPUPAAS_GC_TUNING", True),
             response_cache=_bool(env, "GPUPAAS_RESPONSE_CACHE", True),
             ws_compression=_bool(env, "GPUPAAS_WS_COMPRESSION", False),
+            ws_recheck_seconds=_float(env, "GPUPAAS_WS_RECHECK_SECONDS", 60.0, minimum=1.0),
         )

@@ -138,6 +138,12 @@ OPS = [
         WRITE,
     ),
     Op(
+        "removeProjectMember",
+        'mutation { removeProjectMember(input: {project: "ml", username: "erin"}) { deletedId userErrors { code } } }',
+        lambda w: {},
+        WRITE,
+    ),
+    Op(
         "createEnvironmentTemplate",
         'mutation($n: String!) { createEnvironmentTemplate(input: {project: "ml", name: $n}) { environmentTemplate { id } userErrors { code } } }',
         lambda w: {"n": _uniq("tmpl")},
@@ -433,7 +439,8 @@ async def _world() -> tuple[World, dict[str, str | None]]:
     member = await make_user("bob")
     admin = await make_user("alice")
     await make_user("dave")
-    ml = await make_project("ml", alice=Role.ADMIN, bob=Role.MEMBER)
+    await make_user("erin")
+    ml = await make_project("ml", alice=Role.ADMIN, bob=Role.MEMBER, erin=Role.MEMBER)
     await make_project("other", carol=Role.ADMIN)
     template = await make_template(ml)
     version = await make_version(template)

@@ -117,6 +117,12 @@ class SetProjectMemberInput:
 
 
 @strawberry.input
+class RemoveProjectMemberInput:
+    project: str
+    username: str
+
+
+@strawberry.input
 class CreateApiTokenInput:
     name: str
     expires_at: datetime | None = None
@@ -248,3 +254,9 @@ class AccountsMutation:
         return MembershipPayload(
             membership=MembershipType.of(membership) if membership else None, user_errors=errors
         )
+
+    @strawberry.mutation(
+        description="Project admins remove a member; the member's open websockets are closed (4403)."
+    )
+    async def remove_project_member(self, info: Info, input: RemoveProjectMemberInput) -> DeletePayload:
+        return await delete_payload(service.remove_member(info.context.actor, input.project, input.username))

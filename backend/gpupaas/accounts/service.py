@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -23,6 +24,8 @@ from gpupaas.core import validation
 from gpupaas.core.actor import ANONYMOUS, Actor, Principal, Role
 from gpupaas.core.errors import Collector, ErrorCode, UserErrors
 from gpupaas.core.ids import parse_id
+from gpupaas.events import outbox
+from gpupaas.events.bus import STATUS_TOPIC
 
 SYSTEM_PROJECT = "gpupaas-system"
 PROJECT_NAME_MAX = 63
@@ -115,9 +118,39 @@ async def login(username: str, password: str, ttl: timedelta) -> tuple[User, str
     return user, secret
 
 
+# The status topic carries, besides instances' events, "this user's credentials or rights
+# changed": every API process then checks that user's open websockets again (api/sockets.py).
+CREDENTIALS_EVENT = "credentials"
+
+
+async def credentials_changed(user_id: uuid.UUID) -> None:
+    """Tells every API process that a user's sessions, tokens or memberships changed."""
+    await outbox.add(STATUS_TOPIC, str(user_id), {"type": CREDENTIALS_EVENT, "userId": str(user_id)})
+    outbox.notify()
+
+
 async def logout(session_secret: str | None) -> None:
-    if session_secret:
-        await Session.filter(token_hash=hash_secret(session_secret)).delete()
+    if not session_secret:
+        return
+    session = await Session.get_or_none(token_hash=hash_secret(session_secret))
+    if session is not None:
+        await session.delete()
+        await credentials_changed(session.user_id)
+
+
+async def credential_expiry(authorization: str | None, cookie: str | None) -> datetime | None:
+    """When the bearer token (or else the session cookie) stops signing anybody in; None: never,
+    or it does not sign anybody in now."""
+    if authorization:
+        scheme, _, secret = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not secret.strip():
+            return None
+        token = await ApiToken.get_or_none(token_hash=hash_secret(secret.strip())).only("id", "expires_at")
+        return token.expires_at if token is not None else None
+    if cookie:
+        session = await Session.get_or_none(token_hash=hash_secret(cookie)).only("id", "expires_at")
+        return session.expires_at if session is not None else None
+    return None
 
 
 async def actor_for_session(secret: str) -> Actor:
@@ -188,8 +221,13 @@ async def revoke_api_token(actor: Actor, token_id: str) -> str:
     query = ApiToken.filter(id=token_uuid) if token_uuid else None
     if query is not None and not actor.is_platform_admin:
         query = query.filter(user_id=user.id)
+    owners: list[uuid.UUID] = (
+        [token.user_id for token in await query.only("id", "user_id")] if query is not None else []
+    )
     if query is None or not await query.delete():
         raise UserErrors.one(("id",), "No such API token.", ErrorCode.NOT_FOUND)
+    for owner in set(owners):
+        await credentials_changed(owner)
     return token_id
 
 
@@ -295,11 +333,32 @@ async def set_member(actor: Actor | None, project_name: str, username: str, role
                 membership = await Membership.create(user=user, project=project, role=role)
             except IntegrityError:
                 membership = await Membership.get(user_id=user.id, project_id=project.id)
-        if membership.role != role:
+        changed = membership.role != role
+        if changed:
             membership.role = role
             await membership.save(update_fields=["role"])
+    if changed:
+        await credentials_changed(user.id)
     membership.project = project
     return membership
+
+
+async def remove_member(actor: Actor, project_name: str, username: str) -> str:
+    """Project admins remove a member; the member's open websockets close at once (the user's
+    other sessions stay). The id of the membership removed."""
+    project = await require_project(actor, project_name, ("input", "project"))
+    actor.require_admin_of(project)
+    user = await User.get_or_none(username=username) if _USERNAME.match(username) else None
+    membership = (
+        await Membership.get_or_none(user_id=user.id, project_id=project.id) if user is not None else None
+    )
+    if user is None or membership is None:
+        raise UserErrors.one(
+            ("input", "username"), f'"{username[:64]}" is not a member of {project.name}', ErrorCode.NOT_FOUND
+        )
+    await membership.delete()
+    await credentials_changed(user.id)
+    return str(membership.id)
 
 
 async def memberships_of(user: Principal) -> list[Membership]:

@@ -85,6 +85,9 @@ class StatusBroadcaster:
         self._by_project: dict[str, set[Subscription]] = {}
         self._consumer: Consumer | None = None
         self._task: asyncio.Task[None] | None = None
+        # Called with a user id when the topic says that user's credentials or rights changed
+        # ({"type": "credentials", "userId": ...}, accounts.credentials_changed).
+        self.credential_listeners: set[Callable[[str], None]] = set()
 
     async def start(self) -> None:
         self._consumer = self.bus.consumer([STATUS_TOPIC], group=None)
@@ -112,13 +115,24 @@ class StatusBroadcaster:
                 continue
             for message in messages:
                 try:
-                    event = StatusEvent.parse(json.loads(message.value))
+                    payload = json.loads(message.value)
+                    if isinstance(payload, dict) and payload.get("type") == "credentials":
+                        self._credentials_changed(str(payload["userId"]))
+                        continue
+                    event = StatusEvent.parse(payload)
                 except (ValueError, KeyError, TypeError):
                     log.warning(
                         "skipping a malformed status event at %s/%s", message.partition, message.offset
                     )
                     continue
                 self.dispatch(event)
+
+    def _credentials_changed(self, user_id: str) -> None:
+        for listener in list(self.credential_listeners):
+            try:
+                listener(user_id)
+            except Exception:
+                log.exception("a credentials listener failed")
 
     def dispatch(self, event: StatusEvent) -> None:
         for subscription in self._by_instance.get(event.instance_id, ()):
