@@ -79,3 +79,34 @@ def test_the_worker_runs_inside_serve_only_with_the_in_process_bus(tmp_path: Pat
         }
     )
     assert forced.run_worker is True
+
+
+def test_the_kubernetes_drivers_graces(tmp_path: Path) -> None:
+    url = f"sqlite://{tmp_path}/x.db"
+    defaults = Settings.from_env({"GPUPAAS_DATABASE_URL": url})
+    assert (
+        defaults.kubernetes_crash_restarts,
+        defaults.kubernetes_image_pull_grace_seconds,
+        defaults.kubernetes_scheduling_grace_seconds,
+    ) == (3, 120.0, 300.0)
+    chosen = Settings.from_env(
+        {
+            "GPUPAAS_DATABASE_URL": url,
+            "GPUPAAS_KUBERNETES_CRASH_RESTARTS": "0",
+            "GPUPAAS_KUBERNETES_IMAGE_PULL_GRACE_SECONDS": "30",
+            "GPUPAAS_KUBERNETES_SCHEDULING_GRACE_SECONDS": "900",
+        }
+    )
+    assert (
+        chosen.kubernetes_crash_restarts,
+        chosen.kubernetes_image_pull_grace_seconds,
+        chosen.kubernetes_scheduling_grace_seconds,
+    ) == (0, 30.0, 900.0)
+    with pytest.raises(SettingsError, match="GPUPAAS_KUBERNETES_CRASH_RESTARTS='-1': must be at least 0"):
+        Settings.from_env({"GPUPAAS_DATABASE_URL": url, "GPUPAAS_KUBERNETES_CRASH_RESTARTS": "-1"})
+    with pytest.raises(
+        SettingsError, match="GPUPAAS_KUBERNETES_SCHEDULING_GRACE_SECONDS='soon': expected a number"
+    ):
+        Settings.from_env(
+            {"GPUPAAS_DATABASE_URL": url, "GPUPAAS_KUBERNETES_SCHEDULING_GRACE_SECONDS": "soon"}
+        )

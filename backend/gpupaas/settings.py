@@ -162,6 +162,12 @@ class Settings:
     kubernetes_readiness_timeout_seconds: float = 600.0
     kubernetes_request_timeout_seconds: float = 30.0
     kubernetes_poll_seconds: float = 1.0
+    # What the kubernetes driver forgives before it fails a run (or the drift watch an instance):
+    # restarts of a crash-looping container, seconds of image pull (or container create) errors,
+    # seconds of a pod waiting for a node (a GPU node pool scaling up) or for quota.
+    kubernetes_crash_restarts: int = 3
+    kubernetes_image_pull_grace_seconds: float = 120.0
+    kubernetes_scheduling_grace_seconds: float = 300.0
     run_lease_seconds: float = 30.0
     run_max_attempts: int = 3
     run_requeue_after_seconds: float = 30.0
@@ -223,6 +229,13 @@ class Settings:
                 env, "GPUPAAS_KUBERNETES_REQUEST_TIMEOUT_SECONDS", 30.0, minimum=0.1
             ),
             kubernetes_poll_seconds=_float(env, "GPUPAAS_KUBERNETES_POLL_SECONDS", 1.0, minimum=0.01),
+            kubernetes_crash_restarts=_int(env, "GPUPAAS_KUBERNETES_CRASH_RESTARTS", 3),
+            kubernetes_image_pull_grace_seconds=_float(
+                env, "GPUPAAS_KUBERNETES_IMAGE_PULL_GRACE_SECONDS", 120.0
+            ),
+            kubernetes_scheduling_grace_seconds=_float(
+                env, "GPUPAAS_KUBERNETES_SCHEDULING_GRACE_SECONDS", 300.0
+            ),
             run_lease_seconds=_float(env, "GPUPAAS_RUN_LEASE_SECONDS", 30.0, minimum=0.1),
             run_max_attempts=_int(env, "GPUPAAS_RUN_MAX_ATTEMPTS", 3, minimum=1),
             run_requeue_after_seconds=_float(env, "GPUPAAS_RUN_REQUEUE_AFTER_SECONDS", 30.0, minimum=0.1),

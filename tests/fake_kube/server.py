@@ -340,6 +340,66 @@ class FakeKube:
     def set_pod_log(self, namespace: str, name: str, text: str) -> None:
         self.call(self.controllers.pod_logs.__setitem__, (namespace, name), text)
 
+    # What readiness waits on -----------------------------------------------------------------
+
+    def add_nodes(
+        self, nodes: Iterable[Obj], *, after: float = 0.0, device_plugin_delay: float | None = None
+    ) -> None:
+        """Nodes that join `after` seconds from now (a node pool scaling up from zero); with
+        `device_plugin_delay`, without their GPUs until that much later. Pending pods are
+        scheduled again when they join."""
+        nodes = [deep(n) for n in nodes]
+        self.call(self.controllers.add_nodes, nodes, after=after, device_plugin_delay=device_plugin_delay)
+
+    def crash_loop(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        crashes: int | None = None,
+        reason: str = "Error",
+        message: str = "",
+        exit_code: int = 1,
+        back_off: float = 0.05,
+        runs_for: float = 0.05,
+        container: str | None = None,
+    ) -> Obj:
+        """Makes the pod's containers crash again and again (restartPolicy Always or OnFailure):
+        CrashLoopBackOff with restartCount growing at each crash, `back_off` seconds (doubling)
+        before each restart, `runs_for` seconds running (not ready) before the next crash;
+        after `crashes` crashes (None: never) it runs and is Ready. `recover_pod` ends it."""
+        return self.call(
+            self.controllers.crash_loop,
+            namespace,
+            name,
+            crashes=crashes,
+            reason=reason,
+            message=message,
+            exit_code=exit_code,
+            back_off=back_off,
+            runs_for=runs_for,
+            container=container,
+        )
+
+    def set_observe_delay(self, seconds: float | None) -> None:
+        """How long the Deployment and StatefulSet controllers take to observe a new generation
+        (their status stays that of the one before meanwhile); None: not until set again."""
+
+        def apply() -> None:
+            self.controllers.observe_delay = seconds
+            for rt, kind in (
+                (resource_for("apps/v1", "Deployment"), "deployment"),
+                (resource_for("apps/v1", "StatefulSet"), "statefulset"),
+            ):
+                for obj in self.store.items(rt):
+                    self.controllers.enqueue(kind, obj["metadata"]["namespace"], obj["metadata"]["name"])
+
+        self.call(apply)
+
+    def set_loadbalancer_delay(self, seconds: float | None) -> None:
+        """How long a LoadBalancer Service waits for its ingress address; None: until set again."""
+        self.call(self.controllers.set_loadbalancer_delay, seconds)
+
     # API controls ----------------------------------------------------------------------------
 
     def inject_error(

@@ -88,6 +88,7 @@ class DriverRegistry:
             return cached[1]
         if cached is not None:  # the cluster was edited: its old client goes
             self._retired.append(cached[1])
+        from gpupaas.provisioning.drivers.k8s_manifests.pods import Graces
         from gpupaas.provisioning.drivers.kubernetes.connection import ClusterConnection
         from gpupaas.provisioning.drivers.kubernetes.driver import KubernetesDriver
 
@@ -101,6 +102,11 @@ class DriverRegistry:
             readiness_timeout=self.settings.kubernetes_readiness_timeout_seconds,
             request_timeout=self.settings.kubernetes_request_timeout_seconds,
             poll_interval=self.settings.kubernetes_poll_seconds,
+            graces=Graces(
+                crash_restarts=self.settings.kubernetes_crash_restarts,
+                image_pull_seconds=self.settings.kubernetes_image_pull_grace_seconds,
+                scheduling_seconds=self.settings.kubernetes_scheduling_grace_seconds,
+            ),
         )
         self._kubernetes[target.id] = (target.updated_at, driver)
         return driver

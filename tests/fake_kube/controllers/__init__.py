@@ -9,11 +9,16 @@
 - Kubelet: a bound pod is ContainerCreating, then Running and Ready after `pod_delay` seconds;
   a deleted pod on a node terminates after `termination_delay` seconds. `fail_pod` makes a
   container fail the way a kubelet reports it (CrashLoopBackOff with lastState terminated for
-  restartPolicy Always, phase Failed for Never; ImagePullBackOff and similar as waiting states).
-- Deployment -> ReplicaSet -> Pods (pod-template-hash, owner references, rollout of a changed
-  template, Available/Progressing/ReplicaFailure conditions, progressDeadlineSeconds);
-  StatefulSet -> Pods <name>-<ordinal> (OrderedReady or Parallel) and PVCs from its
-  volumeClaimTemplates; PVCs become Bound; Services of type LoadBalancer get an ingress IP.
+  restartPolicy Always, phase Failed for Never; ImagePullBackOff and similar as waiting states);
+  `crash_loop` makes it crash again and again, restartCount growing. `add_nodes` adds nodes
+  later (a node pool scaling up), their GPUs later still (a device plugin starting).
+- Deployment -> ReplicaSet -> Pods (pod-template-hash, the revision annotation on both, owner
+  references, rollout of a changed template, Available/Progressing/ReplicaFailure conditions,
+  progressDeadlineSeconds, pod creation retried with a backoff after a quota refused it);
+  StatefulSet -> Pods <name>-<ordinal> (OrderedReady or Parallel, controller-revision-hash) and
+  PVCs from its volumeClaimTemplates; both controllers observe a new generation `observe_delay`
+  seconds late. PVCs become Bound; Services of type LoadBalancer get an ingress IP
+  `loadbalancer_delay` seconds after they are made.
 - Namespaces: a new one gets the "default" ServiceAccount and the kube-root-ca.crt ConfigMap; a
   deleted one is Terminating for `namespace_deletion_delay` seconds, then its content is deleted,
   and it disappears once nothing is left in it.

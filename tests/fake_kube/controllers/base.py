@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import time
 from collections.abc import Callable
 
 from tests.fake_kube.errors import ApiError
@@ -115,6 +116,10 @@ class ControllerBase:
         self._events: dict[tuple[str, str, str], tuple[str, str]] = {}
         self._ip = 0
         self.errors: list[str] = []  # ApiErrors the controllers met (the last 100)
+        # How long the Deployment and StatefulSet controllers take to observe a new generation
+        # (None: until told); see `_lagging`.
+        self.observe_delay: float | None = 0.0
+        self._observe_due: dict[str, float] = {}  # object uid -> when its new generation is observed
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
@@ -210,6 +215,27 @@ class ControllerBase:
         self._events[key] = (namespace, created["metadata"]["name"])
 
     # Shared by the controllers ---------------------------------------------------------------
+
+    def _lagging(self, kind: str, obj: Obj) -> bool:
+        """Whether the controller has not got round to a new generation of `obj` yet (a busy
+        controller-manager): until `observe_delay` has passed since it was first noticed, its
+        status (observedGeneration, conditions) stays that of the generation before. Reconciled
+        again (`kind`) when the delay is over; held while `observe_delay` is None."""
+        uid = str(obj["metadata"]["uid"])
+        generation = int(get_path(obj, "metadata", "generation") or 1)
+        if generation <= int(get_path(obj, "status", "observedGeneration") or 0) or self.observe_delay == 0:
+            self._observe_due.pop(uid, None)
+            return False
+        if self.observe_delay is None:
+            return True
+        due = self._observe_due.setdefault(uid, time.monotonic() + self.observe_delay)
+        remaining = due - time.monotonic()
+        if remaining <= 0:
+            self._observe_due.pop(uid, None)
+            return False
+        namespace, name = obj["metadata"].get("namespace") or "", obj["metadata"]["name"]
+        self.later(remaining, lambda: self.enqueue(kind, namespace, name))
+        return True
 
     def _owned(self, rt: ResourceType, namespace: str, owner_uid: str) -> list[Obj]:
         return [obj for obj in self.store.items(rt, namespace) if _controller_uid(obj) == owner_uid]

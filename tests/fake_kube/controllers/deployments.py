@@ -1,4 +1,12 @@
-"""The Deployment and ReplicaSet controllers: rollouts, scaling, pods and their conditions."""
+"""The Deployment and ReplicaSet controllers: rollouts, scaling, pods and their conditions.
+
+As the real ones: the Deployment's current ReplicaSet carries the revision annotation
+(`deployment.kubernetes.io/revision`, one more than any other of its ReplicaSets) and the
+Deployment the same value; a ReplicaSet that cannot create its pods (a quota) reports
+ReplicaFailure and tries again with a growing backoff (`_RETRY_FIRST` doubling up to
+`_RETRY_MAX`), so that it makes its pods once the quota frees. `observe_delay` (base.py) makes the
+Deployment controller slow to observe a new generation.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +25,14 @@ from tests.fake_kube.controllers.base import (
     _set_condition,
 )
 from tests.fake_kube.errors import ApiError
+from tests.fake_kube.store import Store
 from tests.fake_kube.util import Obj, deep, get_path, now, short_hash
+
+REVISION = "deployment.kubernetes.io/revision"
+# The ReplicaSet controller's retries after a failed pod creation (its work queue's per-item
+# backoff, which starts at 5 ms and ends at 1000 s, shortened for tests).
+_RETRY_FIRST = 0.05
+_RETRY_MAX = 1.0
 
 
 def _max_unavailable(deployment: Obj, desired: int) -> int:
@@ -30,7 +45,15 @@ def _max_unavailable(deployment: Obj, desired: int) -> int:
     return int(value)
 
 
+def _revision(obj: Obj) -> int:
+    return int(get_path(obj, "metadata", "annotations", REVISION) or 0)
+
+
 class Deployments(ControllerBase):
+    def __init__(self, store: Store) -> None:
+        super().__init__(store)
+        self._retry: dict[str, float] = {}  # replicaset uid -> its next retry's backoff
+
     # ReplicaSets and Deployments -------------------------------------------------------------
 
     def _reconcile_replicaset(self, namespace: str, name: str) -> None:
@@ -128,12 +151,20 @@ class Deployments(ControllerBase):
             new["status"] = result
 
         self.store.internal_update(REPLICASET, rs, status, manager=CONTROLLER_MANAGER, subresource="status")
-        if failure is None and len(active) < wanted:
-            self.enqueue("replicaset", namespace, name)
+        if failure is not None:
+            backoff = self._retry.get(uid, _RETRY_FIRST / 2) * 2
+            self._retry[uid] = min(backoff, _RETRY_MAX)
+            self.later(self._retry[uid], lambda: self.enqueue("replicaset", namespace, name))
+        else:
+            self._retry.pop(uid, None)
+            if len(active) < wanted:
+                self.enqueue("replicaset", namespace, name)
 
     def _reconcile_deployment(self, namespace: str, name: str) -> None:
         deployment = self.store.find(DEPLOYMENT, namespace, name)
         if deployment is None or get_path(deployment, "metadata", "deletionTimestamp"):
+            return
+        if self._lagging("deployment", deployment):
             return
         uid = deployment["metadata"]["uid"]
         spec = deployment.get("spec") or {}
@@ -146,10 +177,7 @@ class Deployments(ControllerBase):
             None,
         )
         old_sets = [rs for rs in owned if rs is not new_rs]
-        revisions = [
-            int(get_path(rs, "metadata", "annotations", "deployment.kubernetes.io/revision") or 0)
-            for rs in owned
-        ]
+        revisions = [_revision(rs) for rs in owned]
         created_now = False
         if new_rs is None and not spec.get("paused"):
             labels = {**(get_path(template, "metadata", "labels") or {}), "pod-template-hash": template_hash}
@@ -166,7 +194,7 @@ class Deployments(ControllerBase):
                     "namespace": namespace,
                     "labels": labels,
                     "annotations": {
-                        "deployment.kubernetes.io/revision": str(max(revisions, default=0) + 1),
+                        REVISION: str(max(revisions, default=0) + 1),
                         "deployment.kubernetes.io/desired-replicas": str(desired),
                         "deployment.kubernetes.io/max-replicas": str(desired + 1),
                     },
@@ -192,6 +220,25 @@ class Deployments(ControllerBase):
             )
         if new_rs is None:
             return
+        newest = max((_revision(rs) for rs in old_sets), default=0)
+        if _revision(new_rs) <= newest:
+            # Back to the template of an older ReplicaSet (a rollback): it becomes the newest revision.
+            def bump(new: Obj) -> None:
+                new["metadata"].setdefault("annotations", {})[REVISION] = str(newest + 1)
+
+            new_rs = (
+                self.store.internal_update(REPLICASET, new_rs, bump, manager=CONTROLLER_MANAGER) or new_rs
+            )
+        revision = str(_revision(new_rs))
+        if get_path(deployment, "metadata", "annotations", REVISION) != revision:
+
+            def annotate(new: Obj) -> None:
+                new["metadata"].setdefault("annotations", {})[REVISION] = revision
+
+            deployment = (
+                self.store.internal_update(DEPLOYMENT, deployment, annotate, manager=CONTROLLER_MANAGER)
+                or deployment
+            )
         new_available = int(get_path(new_rs, "status", "availableReplicas", default=0))
         recreate = get_path(spec, "strategy", "type") == "Recreate"
         if not spec.get("paused"):

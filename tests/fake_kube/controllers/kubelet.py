@@ -1,7 +1,11 @@
 """The kubelet: starts bound pods, terminates deleted ones, fails and recovers containers on
-request, serves the pod logs and keeps the Nodes."""
+request, crash-loops them (restartCount growing with each crash), serves the pod logs and keeps
+the Nodes, which may join later (a node pool scaling up) and advertise their GPUs later still (a
+device plugin starting)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from tests.fake_kube.controllers.base import (
     KUBELET,
@@ -11,6 +15,7 @@ from tests.fake_kube.controllers.base import (
     _condition,
     _set_condition,
 )
+from tests.fake_kube.store import Store
 from tests.fake_kube.util import Obj, deep, get_path, now
 
 WAITING_REASONS = (
@@ -25,7 +30,25 @@ WAITING_REASONS = (
 )
 
 
+@dataclass
+class _CrashLoop:
+    """A container that keeps dying: `crashes` times (None: for ever), then it runs."""
+
+    crashes: int | None
+    reason: str
+    message: str
+    exit_code: int
+    back_off: float
+    runs_for: float
+    container: str | None
+    count: int = 0
+
+
 class Kubelet(ControllerBase):
+    def __init__(self, store: Store) -> None:
+        super().__init__(store)
+        self._crash_loops: dict[str, _CrashLoop] = {}  # pod uid -> its crash loop
+
     # Kubelet ---------------------------------------------------------------------------------
 
     def _start(self, namespace: str, name: str, uid: str) -> None:
@@ -215,6 +238,7 @@ class Kubelet(ControllerBase):
             raise KeyError(f"no pod {namespace}/{name}")
         uid = pod["metadata"]["uid"]
         self._failed.pop(uid, None)
+        self._crash_loops.pop(uid, None)
         if self._pinned.pop(uid, "unset") != "unset":
             self.enqueue("schedule", namespace, name)
             return deep(pod)
@@ -223,6 +247,113 @@ class Kubelet(ControllerBase):
             return deep(pod)
         updated = self._run(pod)
         return deep(updated) if updated is not None else None
+
+    def crash_loop(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        crashes: int | None = None,
+        reason: str = "Error",
+        message: str = "",
+        exit_code: int = 1,
+        back_off: float = 0.05,
+        runs_for: float = 0.05,
+        container: str | None = None,
+    ) -> Obj:
+        """Makes the pod's containers (or one) crash as a kubelet reports it for restartPolicy
+        Always or OnFailure: CrashLoopBackOff with lastState.terminated {reason, exitCode,
+        message} and restartCount + 1; after the back-off (`back_off`, doubling with each crash)
+        the container runs again, not ready (it dies before its readiness probe passes), and
+        crashes again `runs_for` seconds later. After `crashes` crashes (None: never) it runs
+        and is Ready. `recover_pod` ends the loop. Returns the pod after the first crash."""
+        pod = self.store.find(POD, namespace, name)
+        if pod is None:
+            raise KeyError(f"no pod {namespace}/{name}")
+        if get_path(pod, "spec", "restartPolicy") == "Never":
+            raise ValueError(f"pod {namespace}/{name} has restartPolicy Never: it fails, it does not loop")
+        uid = pod["metadata"]["uid"]
+        self._crash_loops[uid] = _CrashLoop(
+            crashes, reason, message, exit_code, back_off, runs_for, container
+        )
+        crashed = self._crash(namespace, name, uid)
+        assert crashed is not None
+        return crashed
+
+    def _looping(self, namespace: str, name: str, uid: str) -> tuple[_CrashLoop, Obj] | None:
+        loop, pod = self._crash_loops.get(uid), self.store.find(POD, namespace, name)
+        if loop is None or pod is None or pod["metadata"]["uid"] != uid:
+            self._crash_loops.pop(uid, None)
+            return None
+        if get_path(pod, "metadata", "deletionTimestamp"):
+            self._crash_loops.pop(uid, None)
+            return None
+        return loop, pod
+
+    def _crash(self, namespace: str, name: str, uid: str) -> Obj | None:
+        looping = self._looping(namespace, name, uid)
+        if looping is None:
+            return None
+        loop, _ = looping
+        loop.count += 1
+        crashed = self.fail_pod(
+            namespace, name, loop.reason, loop.message, exit_code=loop.exit_code, container=loop.container
+        )
+        self.later(loop.back_off * 2 ** (loop.count - 1), lambda: self._restart(namespace, name, uid))
+        return crashed
+
+    def _restart(self, namespace: str, name: str, uid: str) -> None:
+        looping = self._looping(namespace, name, uid)
+        if looping is None:
+            return
+        loop, pod = looping
+        if loop.crashes is not None and loop.count >= loop.crashes:
+            del self._crash_loops[uid]
+            self._failed.pop(uid, None)
+            self._run(pod)
+            return
+        started = now()
+
+        def restarted(new: Obj) -> None:
+            for status in get_path(new, "status", "containerStatuses") or []:
+                if "waiting" in (status.get("state") or {}):
+                    status["state"] = {"running": {"startedAt": started}}
+                    status["started"] = True
+
+        self.store.internal_update(POD, pod, restarted, manager=KUBELET, subresource="status")
+
+        def crash_again() -> None:
+            self._crash(namespace, name, uid)
+
+        self.later(loop.runs_for, crash_again)
+
+    def add_nodes(
+        self, nodes: list[Obj], *, after: float = 0.0, device_plugin_delay: float | None = None
+    ) -> None:
+        """Nodes that join `after` seconds from now, Ready, as a node pool scaling up (from zero)
+        does. With `device_plugin_delay` they join without their extended resources (GPUs),
+        which their device plugin advertises that much later. Pending pods are scheduled again
+        at each step (the scheduler retries when nodes change)."""
+        nodes = [deep(n) for n in nodes]
+
+        def join() -> None:
+            for item in nodes:
+                body = deep(item)
+                if device_plugin_delay is not None:
+                    for key in ("capacity", "allocatable"):
+                        resources = get_path(body, "status", key) or {}
+                        for resource in [r for r in resources if "/" in r]:
+                            del resources[resource]
+                self.store.put_internal(NODE, body, manager=KUBELET)
+            if device_plugin_delay is not None:
+                self.later(device_plugin_delay, advertise)
+
+        def advertise() -> None:
+            for item in nodes:
+                if self.store.find(NODE, None, item["metadata"]["name"]) is not None:
+                    self.store.put_internal(NODE, item, manager=KUBELET)
+
+        self.later(after, join)
 
     def set_nodes(self, nodes: list[Obj]) -> None:
         wanted = {n["metadata"]["name"] for n in nodes}

@@ -1,4 +1,6 @@
-"""The StatefulSet controller: ordered pods <name>-<ordinal> and their PVCs."""
+"""The StatefulSet controller: ordered pods <name>-<ordinal> and their PVCs; each pod carries its
+revision (`controller-revision-hash`), the status the current and update revisions.
+`observe_delay` (base.py) makes it slow to observe a new generation."""
 
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ class StatefulSets(ControllerBase):
     def _reconcile_statefulset(self, namespace: str, name: str) -> None:
         sts = self.store.find(STATEFULSET, namespace, name)
         if sts is None or get_path(sts, "metadata", "deletionTimestamp"):
+            return
+        if self._lagging("statefulset", sts):
             return
         spec = sts.get("spec") or {}
         uid = sts["metadata"]["uid"]

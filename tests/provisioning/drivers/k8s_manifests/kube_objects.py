@@ -77,14 +77,22 @@ def pod(
     }
 
 
-def waiting(reason: str, message: str | None = None, last: dict[str, Any] | None = None) -> dict[str, Any]:
+def waiting(
+    reason: str,
+    message: str | None = None,
+    last: dict[str, Any] | None = None,
+    *,
+    restarts: int | None = None,
+) -> dict[str, Any]:
+    """A container status waiting for `reason`; `last`: how it last terminated (restarted 3 times
+    unless `restarts` says otherwise)."""
     state: dict[str, Any] = {"reason": reason}
     if message:
         state["message"] = message
     return {
         "name": "main",
         "ready": False,
-        "restartCount": 3 if last else 0,
+        "restartCount": restarts if restarts is not None else (3 if last else 0),
         "state": {"waiting": state},
         "lastState": {"terminated": last} if last else {},
     }

@@ -6,6 +6,7 @@ from typing import Any
 
 from gpupaas.provisioning.drivers.base import Observed, Owner, Phase
 from gpupaas.provisioning.drivers.k8s_manifests.drift import DriftTracker, instance_health
+from gpupaas.provisioning.drivers.k8s_manifests.pods import Graces
 from gpupaas.provisioning.plan import INSTANCE_LABEL
 from tests.provisioning.drivers.k8s_manifests.kube_objects import INSTANCE, pod, waiting
 
@@ -119,3 +120,55 @@ def test_pods_without_an_instance_label_are_ignored() -> None:
 
     assert tracker.event("ADDED", stray) == []
     assert tracker.reset([stray]) == []
+
+
+# ------------------------------------------------------------------------------------------ graces
+
+
+def pending(name: str, message: str) -> dict[str, Any]:
+    condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
+    unscheduled = pod(name, phase="Pending", ready=False, containers=[], conditions=[condition])
+    unscheduled["metadata"]["uid"] = f"uid-{name}"
+    return unscheduled
+
+
+def test_a_pod_left_pending_by_a_node_drain_turns_its_instance_failed_only_after_the_grace() -> None:
+    now = [0.0]
+    tracker = DriftTracker(Graces(scheduling_seconds=300), lambda: now[0])
+    drained = "0/2 nodes are available: 2 node(s) were unschedulable."
+    deliver(tracker, tracker.reset([healthy("nb-0")]))
+
+    # the drain evicts nb-0; its replacement finds no node
+    assert deliver(tracker, tracker.event("DELETED", healthy("nb-0"))) == []
+    assert deliver(tracker, tracker.event("ADDED", pending("nb-1", drained))) == []
+    assert tracker.waiting
+    now[0] = 299
+    assert deliver(tracker, tracker.tick()) == []
+
+    now[0] = 300
+    changes = tracker.tick()
+    assert [(o, h.phase, h.message) for o, h in changes] == [
+        (OWNER, Phase.FAILED, f"pod nb-1 cannot be scheduled after 300 s: {drained}")
+    ]
+    deliver(tracker, changes)
+    # the node comes back: nb-1 runs, the instance is READY and nothing is timed any more
+    running = healthy("nb-1")
+    running["metadata"]["uid"] = "uid-nb-1"
+    assert deliver(tracker, tracker.event("MODIFIED", running)) == [(OWNER, Phase.READY)]
+    assert not tracker.waiting
+
+
+def test_a_restarted_crash_turns_its_instance_failed_only_at_the_restart_grace() -> None:
+    tracker = DriftTracker(Graces(crash_restarts=3))
+    deliver(tracker, tracker.reset([healthy("nb-0")]))
+
+    def crashed(restarts: int) -> dict[str, Any]:
+        looping = failing("nb-0")
+        looping["status"]["containerStatuses"] = [
+            waiting("CrashLoopBackOff", last={"exitCode": 1, "reason": "Error"}, restarts=restarts)
+        ]
+        return looping
+
+    assert deliver(tracker, tracker.event("MODIFIED", crashed(1))) == []
+    assert deliver(tracker, tracker.event("MODIFIED", crashed(2))) == []
+    assert deliver(tracker, tracker.event("MODIFIED", crashed(3))) == [(OWNER, Phase.FAILED)]

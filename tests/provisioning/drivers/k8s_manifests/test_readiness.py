@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpupaas.provisioning.drivers.k8s_manifests.pods import IMMEDIATE, FirstSeen, Graces
 from gpupaas.provisioning.drivers.k8s_manifests.readiness import Readiness, readiness
 from tests.provisioning.drivers.k8s_manifests.kube_objects import deployment, obj, pod, waiting
 
@@ -59,36 +60,59 @@ def test_deployment_readiness_follows_the_rollout() -> None:
     ) == Readiness(True)
 
 
-def test_a_deployment_that_cannot_make_pods_or_progress_fails() -> None:
-    quota = deployment(
-        observedGeneration=2,
-        conditions=[
-            {
-                "type": "ReplicaFailure",
-                "status": "True",
-                "reason": "FailedCreate",
-                "message": 'pods "web-5d4f-x" is forbidden: exceeded quota: compute, requested: '
-                "requests.nvidia.com/gpu=2, used: requests.nvidia.com/gpu=4, limited: requests.nvidia.com/gpu=4",
-            }
-        ],
-    )
-    stuck = deployment(
-        observedGeneration=2,
-        conditions=[
-            {
-                "type": "Progressing",
-                "status": "False",
-                "reason": "ProgressDeadlineExceeded",
-                "message": 'ReplicaSet "web-5d4f" has timed out progressing.',
-            }
-        ],
+QUOTA_FAILURE = {
+    "type": "ReplicaFailure",
+    "status": "True",
+    "reason": "FailedCreate",
+    "message": 'pods "web-5d4f-x" is forbidden: exceeded quota: compute, requested: '
+    "requests.nvidia.com/gpu=2, used: requests.nvidia.com/gpu=4, limited: requests.nvidia.com/gpu=4",
+}
+TIMED_OUT = {
+    "type": "Progressing",
+    "status": "False",
+    "reason": "ProgressDeadlineExceeded",
+    "message": 'ReplicaSet "web-5d4f" has timed out progressing.',
+}
+
+
+def test_a_deployment_past_its_progress_deadline_or_refused_by_a_webhook_fails() -> None:
+    refused = dict(
+        QUOTA_FAILURE, message='admission webhook "policy.example.com" denied the request: no GPUs'
     )
 
-    assert readiness(quota).failed
-    assert "exceeded quota: compute" in str(readiness(quota).message)
-    assert readiness(stuck) == Readiness(
+    assert readiness(deployment(observedGeneration=2, conditions=[TIMED_OUT])) == Readiness(
         False, 'deployment web: ReplicaSet "web-5d4f" has timed out progressing.', failed=True
     )
+    assert readiness(deployment(observedGeneration=2, conditions=[refused])) == Readiness(
+        False,
+        'deployment web: admission webhook "policy.example.com" denied the request: no GPUs',
+        failed=True,
+    )
+
+
+def test_the_conditions_of_a_generation_the_controller_has_not_observed_are_not_believed() -> None:
+    # generation 2 (a fixed image) is applied; the status still speaks of generation 1
+    for conditions in ([TIMED_OUT], [QUOTA_FAILURE]):
+        assert readiness(deployment(observedGeneration=1, conditions=conditions)) == Readiness(
+            False, "deployment web: waiting for its controller to observe the change"
+        )
+
+
+def test_pods_the_quota_refuses_are_waited_for_within_the_scale_up_grace() -> None:
+    clock = [0.0]
+    seen = FirstSeen(lambda: clock[0])
+    graces = Graces(scheduling_seconds=60)
+    refused = deployment(observedGeneration=2, conditions=[QUOTA_FAILURE])
+    refused["metadata"]["uid"] = "d-1"
+
+    waiting_for_quota = readiness(refused, graces=graces, seen=seen)
+    assert waiting_for_quota == Readiness(False, f"quota for deployment web: {QUOTA_FAILURE['message']}")
+    clock[0] = 61
+    failed = readiness(refused, graces=graces, seen=seen)
+    assert failed == Readiness(
+        False, f"deployment web: cannot create its pods after 61 s: {QUOTA_FAILURE['message']}", failed=True
+    )
+    assert readiness(refused, graces=IMMEDIATE).failed
 
 
 def statefulset(**status: Any) -> dict[str, Any]:
@@ -146,6 +170,16 @@ def test_a_job_is_not_waited_for_but_a_failed_one_fails() -> None:
         "job warmup failed: BackoffLimitExceeded: Job has reached the specified backoff limit",
         failed=True,
     )
+
+
+def test_a_load_balancer_service_waits_for_its_address() -> None:
+    balancer = obj("Service", "web", spec={"type": "LoadBalancer"}, status={"loadBalancer": {}})
+
+    assert readiness(balancer) == Readiness(False, "service web: waiting for its load balancer's address")
+    assert readiness({**balancer, "status": {"loadBalancer": {"ingress": [{"ip": "203.0.113.7"}]}}}).ready
+    assert readiness(
+        {**balancer, "status": {"loadBalancer": {"ingress": [{"hostname": "a1.elb.example"}]}}}
+    ).ready
 
 
 def test_kinds_without_readiness_are_ready_once_they_exist() -> None:

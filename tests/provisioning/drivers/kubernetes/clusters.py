@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 import uuid
+from collections.abc import Callable
 
 import pytest
 
 from gpupaas.provisioning.builtins import builtin_template
+from gpupaas.provisioning.drivers.k8s_manifests.pods import IMMEDIATE, Graces
 from gpupaas.provisioning.drivers.kubernetes.connection import ClusterConnection
 from gpupaas.provisioning.drivers.kubernetes.driver import KubernetesDriver
 from gpupaas.provisioning.plan import Plan, build_plan, namespace_for
@@ -150,13 +153,52 @@ def new_driver(
     readiness_timeout: float = 5.0,
     request_timeout: float = 5.0,
     poll_interval: float = 0.05,
+    graces: Graces = IMMEDIATE,
+    clock: Callable[[], float] = time.monotonic,
 ) -> KubernetesDriver:
+    """A driver for the tests. Unless a test gives it graces, it forgives nothing: the first crash,
+    pull error or unschedulable pod fails (the tests of graces give their own, and a `FakeClock`)."""
     return KubernetesDriver(
         ClusterConnection(kubeconfig=kubeconfig),
         readiness_timeout=readiness_timeout,
         request_timeout=request_timeout,
         poll_interval=poll_interval,
+        graces=graces,
+        clock=clock,
     )
+
+
+class FakeClock:
+    """A driver's clock that moves only when the test says (`advance`), so that a test can let
+    minutes pass for the driver's graces and deadline in no time. `reads` counts the readings:
+    the driver has looked at the time since the test moved it once `reads` has grown."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.reads = 0
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+
+    def __call__(self) -> float:
+        self.reads += 1
+        for reads, waiter in list(self._waiters):
+            if self.reads > reads and not waiter.done():
+                waiter.set_result(None)
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+    async def read_after(self, reads: int, timeout: float = 5.0) -> None:
+        """Until the clock has been read more than `reads` times (the driver has looked again).
+        The driver reads it on the test's event loop."""
+        if self.reads > reads:
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append((reads, waiter))
+        try:
+            await asyncio.wait_for(waiter, timeout)
+        finally:
+            self._waiters.remove((reads, waiter))
 
 
 def versions(fake: FakeKube, plan: Plan) -> dict[tuple[str, str], str]:

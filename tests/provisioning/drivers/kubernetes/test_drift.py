@@ -7,10 +7,11 @@ import asyncio
 import pytest
 
 from gpupaas.provisioning.drivers.base import Observed, Owner, Phase
+from gpupaas.provisioning.drivers.k8s_manifests.pods import Graces
 from gpupaas.provisioning.drivers.kubernetes.driver import KubernetesDriver
 from gpupaas.provisioning.plan import INSTANCE_LABEL
-from tests.fake_kube import FakeKube
-from tests.provisioning.drivers.kubernetes.clusters import first_pod, notebook_plan, ns
+from tests.fake_kube import FakeKube, node
+from tests.provisioning.drivers.kubernetes.clusters import FakeClock, first_pod, new_driver, notebook_plan, ns
 
 
 class Changes:
@@ -99,3 +100,63 @@ async def test_a_drift_watch_stops_when_asked_and_when_cancelled(
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(other, timeout=2)
     await watching(fake, 0)
+
+
+async def test_a_pod_left_pending_by_a_node_drain_turns_its_instance_failed_only_after_the_grace(
+    fake: FakeKube, kubeconfig: str
+) -> None:
+    clock = FakeClock()
+    driver = new_driver(kubeconfig, graces=Graces(scheduling_seconds=300), clock=clock)
+    fake.set_nodes([node("gpu-0", gpus=8)])
+    plan, other = notebook_plan(), notebook_plan("other")
+    await driver.apply(plan)
+    await driver.apply(other)
+    changes = Changes()
+    stop = asyncio.Event()
+    watch = asyncio.create_task(driver.watch_drift(changes, stop=stop))
+    try:
+        await watching(fake, 1)
+        # the node is drained: cordoned, its pods evicted; nb's replacement finds no node
+        fake.set_nodes([node("gpu-0", gpus=8, unschedulable=True)])
+        drained = await first_pod(fake, ns("nb"))
+        fake.delete("v1", "Pod", drained, ns("nb"))
+        replacement = await asyncio.to_thread(
+            fake.wait_for, lambda: [p for p in fake.pods(ns("nb")) if p["metadata"]["name"] != drained]
+        )
+        name = replacement[0]["metadata"]["name"]
+        await asyncio.to_thread(
+            fake.wait_for,
+            lambda: any(
+                c.get("reason") == "Unschedulable"
+                for p in fake.pods(ns("nb"))
+                for c in p.get("status", {}).get("conditions") or []
+            ),
+        )
+        # Another instance fails for good afterwards: its FAILED comes first, so the watch saw
+        # the pending pod before it and did not report nb.
+        broken = await first_pod(fake, ns("other"))
+        fake.fail_pod(ns("other"), broken, "InvalidImageName", 'invalid reference format: "Nope:"')
+        assert await changes.next() == (
+            other.instance_id,
+            Phase.FAILED,
+            f'pod {broken}: InvalidImageName (container main: invalid reference format: "Nope:")',
+        )
+
+        clock.advance(301)  # no node for longer than the grace
+        unschedulable = (
+            "0/1 nodes are available: 1 node(s) were unschedulable. preemption: 0/1 nodes are available: "
+            "1 Preemption is not helpful for scheduling."
+        )
+        assert await changes.next() == (
+            plan.instance_id,
+            Phase.FAILED,
+            f"pod {name} cannot be scheduled after 301 s: {unschedulable}",
+        )
+
+        fake.set_nodes([node("gpu-0", gpus=8)])  # uncordoned: the pod runs, the instance recovers
+        assert await changes.next() == (plan.instance_id, Phase.READY, None)
+    finally:
+        stop.set()
+        await asyncio.wait_for(watch, timeout=5)
+        await driver.close()
+    assert changes.queue.empty()

@@ -1,16 +1,23 @@
 """The health of an instance from its pods, and the drift watch's memory of it: `DriftTracker` turns
 a list of pods and the watch events after it into the changes to report (FAILED when an owner's
 pods fail, READY when they are all ready again).
+
+What usually passes by itself is forgiven for its grace (pods.Graces), as during a run: a pod
+left Pending by a node drain waits for a node for the scale-up grace before its instance is
+FAILED, a restarted crash counts against the restart grace. The tracker times those troubles
+on its clock; nothing changes on the server while a pod waits for a node, so the watch calls
+`tick` now and then while `waiting` to see a grace run out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from gpupaas.provisioning.drivers.base import Observed, Owner, Phase
 from gpupaas.provisioning.drivers.k8s_manifests.objects import metadata_of
-from gpupaas.provisioning.drivers.k8s_manifests.pods import counts, pod_problem
+from gpupaas.provisioning.drivers.k8s_manifests.pods import FirstSeen, Graces, counts
 from gpupaas.provisioning.drivers.k8s_manifests.readiness import pod_readiness
 from gpupaas.provisioning.plan import INSTANCE_LABEL, SERVICE_LABEL
 
@@ -21,22 +28,26 @@ __all__ = ["DriftTracker", "instance_health"]
 _MAX_REPORTED = 3
 
 
-def instance_health(pods: Iterable[Mapping[str, Any]]) -> Observed | None:
+def instance_health(
+    pods: Iterable[Mapping[str, Any]], graces: Graces | None = None, seen: FirstSeen | None = None
+) -> Observed | None:
     """The health of an instance from its pods: FAILED with the problems (the first few, by pod
-    name), READY when every pod is ready, PROGRESSING otherwise; None when no pod counts."""
+    name), READY when every pod is ready, PROGRESSING otherwise (with what the first waits for);
+    None when no pod counts. `graces` and `seen` as for readiness.readiness."""
     counted = sorted(
         (pod for pod in pods if counts(pod)),
         key=lambda p: (str(metadata_of(p).get("namespace") or ""), str(metadata_of(p).get("name") or "")),
     )
     if not counted:
         return None
-    problems = [problem for pod in counted if (problem := pod_problem(pod)) is not None]
+    states = [pod_readiness(pod, graces, seen) for pod in counted]
+    problems = [str(state.message) for state in states if state.failed]
     if problems:
         more = len(problems) - _MAX_REPORTED
         return Observed(
             Phase.FAILED, "; ".join(problems[:_MAX_REPORTED]) + (f"; and {more} more" if more > 0 else "")
         )
-    waiting = [r.message for pod in counted if not (r := pod_readiness(pod)).ready]
+    waiting = [state.message for state in states if not state.ready]
     if waiting:
         return Observed(Phase.PROGRESSING, waiting[0])
     return Observed(Phase.READY)
@@ -49,9 +60,21 @@ class DriftTracker:
     one is all ready again. The caller marks a change reported (`reported[owner] = phase`) once it
     was delivered, so that one that could not be is given again at the owner's next change."""
 
-    def __init__(self) -> None:
+    def __init__(self, graces: Graces | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.pods: dict[Owner, dict[tuple[str, str], Mapping[str, Any]]] = {}
         self.reported: dict[Owner, Phase] = {}
+        self.graces = graces or Graces()
+        self._clock = clock
+        self._seen: dict[Owner, FirstSeen] = {}  # the troubles being timed, per owner
+
+    @property
+    def waiting(self) -> bool:
+        """Whether a trouble is within its grace: `tick` later may report it."""
+        return bool(self._seen)
+
+    def tick(self) -> list[tuple[Owner, Observed]]:
+        """The changes of owners whose troubles are being timed, now that time has passed."""
+        return self._changes(set(self._seen))
 
     @staticmethod
     def _identity(pod: Mapping[str, Any]) -> tuple[Owner | None, tuple[str, str]]:
@@ -90,7 +113,11 @@ class DriftTracker:
         again. PROGRESSING is not news."""
         changes: list[tuple[Owner, Observed]] = []
         for instance in sorted(instances):
-            health = instance_health(self.pods.get(instance, {}).values())
+            seen = self._seen.setdefault(instance, FirstSeen(self._clock))
+            health = instance_health(self.pods.get(instance, {}).values(), self.graces, seen)
+            seen.sweep()
+            if not seen.pending:
+                del self._seen[instance]
             if health is None:
                 self.pods.pop(instance, None)
                 # A failure is remembered: a failed pod that is deleted before its replacement

@@ -1,6 +1,13 @@
 """Whether an object, as the API server serves it, is ready: a Namespace Active, a claim Bound, a pod
-Ready, a Deployment or StatefulSet rolled out, a Job not failed; if not, what it waits for, or why
-it never will be without someone acting (`Readiness.failed`). Other kinds are ready once they exist.
+Ready, a Deployment or StatefulSet rolled out, a LoadBalancer Service given an address, a Job not
+failed; if not, what it waits for, or why it never will be without someone acting
+(`Readiness.failed`). Other kinds are ready once they exist.
+
+A controller's status is believed only once it has observed the object's latest generation
+(`observed`): before that, its conditions (ProgressDeadlineExceeded, ReplicaFailure) and counts
+describe the spec before, such as the broken image a re-apply is fixing. What usually passes by
+itself (a quota that frees, a pod waiting for a node, an image pull retried, a restarted crash) is
+waited for within its grace (pods.Graces, timed by pods.FirstSeen) and fails after it.
 """
 
 from __future__ import annotations
@@ -18,7 +25,14 @@ from gpupaas.provisioning.drivers.k8s_manifests.objects import (
     spec_of,
     status_of,
 )
-from gpupaas.provisioning.drivers.k8s_manifests.pods import container_state, container_statuses, pod_problem
+from gpupaas.provisioning.drivers.k8s_manifests.pods import (
+    FirstSeen,
+    Graces,
+    container_state,
+    container_statuses,
+    judge_pod,
+    observed,
+)
 
 __all__ = ["WAITED_KINDS", "Readiness", "pod_readiness", "readiness"]
 
@@ -36,30 +50,38 @@ class Readiness:
 _READY = Readiness(True)
 
 
-def _observed(obj: Mapping[str, Any]) -> Readiness | None:
+def _never_seen() -> FirstSeen:
+    """A memory for a single look: every trouble is seen for the first time, none has lasted."""
+    return FirstSeen(lambda: 0.0)
+
+
+def _stale(obj: Mapping[str, Any]) -> Readiness | None:
     """Not ready while the controller has not seen the latest spec (its status would be stale)."""
-    generation = int_or(metadata_of(obj).get("generation"))
-    observed = status_of(obj).get("observedGeneration")
-    if not isinstance(observed, int) or observed < generation:
+    if not observed(obj):
         return Readiness(False, f"{describe(obj)}: waiting for its controller to observe the change")
     return None
 
 
-def pod_readiness(pod: Mapping[str, Any]) -> Readiness:
-    """A pod's readiness: failed with its problem (pod_problem), ready when Running and Ready (or
-    Succeeded), else what it waits for (its phase, the waiting reasons of its containers)."""
+def pod_readiness(
+    pod: Mapping[str, Any], graces: Graces | None = None, seen: FirstSeen | None = None
+) -> Readiness:
+    """A pod's readiness: failed with its problem (pods.judge_pod), ready when Running and Ready
+    (or Succeeded), else what it waits for: a trouble within its grace first, else its phase and
+    the waiting reasons of its containers."""
     name = describe(pod)
     if metadata_of(pod).get("deletionTimestamp"):
         return Readiness(False, f"{name} is being deleted")
-    problem = pod_problem(pod)
-    if problem is not None:
-        return Readiness(False, problem, failed=True)
+    failure, trouble = judge_pod(pod, graces or Graces(), seen or _never_seen())
+    if failure is not None:
+        return Readiness(False, failure, failed=True)
     phase = status_of(pod).get("phase") or "Pending"
     if phase == "Succeeded":
         return _READY
     ready = condition_of(pod, "Ready")
     if phase == "Running" and ready is not None and ready.get("status") == "True":
         return _READY
+    if trouble is not None:
+        return Readiness(False, trouble)
     waiting = [
         str(w["reason"])
         for c in container_statuses(pod)
@@ -95,18 +117,25 @@ def _pvc_readiness(claim: Mapping[str, Any], wait_for_first_consumer: bool) -> R
     return Readiness(False, f"{describe(claim)}: {phase} (waiting for a volume)")
 
 
-def _deployment_readiness(deployment: Mapping[str, Any]) -> Readiness:
+def _deployment_readiness(deployment: Mapping[str, Any], graces: Graces, seen: FirstSeen) -> Readiness:
     name = describe(deployment)
+    stale = _stale(deployment)
+    if stale is not None:
+        return stale
     for condition in mappings_in(status_of(deployment).get("conditions")):
         if condition.get("type") == "Progressing" and condition.get("reason") == "ProgressDeadlineExceeded":
             detail = condition.get("message") or "progress deadline exceeded"
             return Readiness(False, f"{name}: {detail}", failed=True)
         if condition.get("type") == "ReplicaFailure" and condition.get("status") == "True":
-            detail = condition.get("message") or condition.get("reason") or "cannot create pods"
-            return Readiness(False, f"{name}: {detail}", failed=True)
-    stale = _observed(deployment)
-    if stale is not None:
-        return stale
+            detail = str(condition.get("message") or condition.get("reason") or "cannot create pods")
+            if "exceeded quota" not in detail:  # a webhook, a policy: no retry will pass it
+                return Readiness(False, f"{name}: {detail}", failed=True)
+            # The ReplicaSet tries again until the quota frees (other pods end, the quota grows).
+            elapsed = seen.elapsed(f"{metadata_of(deployment).get('uid') or name}/quota")
+            if elapsed >= graces.scheduling_seconds:
+                after = f" after {elapsed:.0f} s" if graces.scheduling_seconds > 0 else ""
+                return Readiness(False, f"{name}: cannot create its pods{after}: {detail}", failed=True)
+            return Readiness(False, f"quota for {name}: {detail}")
     status = status_of(deployment)
     wanted = int_or(spec_of(deployment).get("replicas"), 1)
     updated = int_or(status.get("updatedReplicas"))
@@ -123,7 +152,7 @@ def _deployment_readiness(deployment: Mapping[str, Any]) -> Readiness:
 
 def _statefulset_readiness(statefulset: Mapping[str, Any]) -> Readiness:
     name = describe(statefulset)
-    stale = _observed(statefulset)
+    stale = _stale(statefulset)
     if stale is not None:
         return stale
     spec, status = spec_of(statefulset), status_of(statefulset)
@@ -151,6 +180,17 @@ def _statefulset_readiness(statefulset: Mapping[str, Any]) -> Readiness:
     return _READY
 
 
+def _service_readiness(service: Mapping[str, Any]) -> Readiness:
+    # Only a LoadBalancer waits: for the address its outputs may name (an IP, or a cloud's hostname).
+    if spec_of(service).get("type") != "LoadBalancer":
+        return _READY
+    balancer = status_of(service).get("loadBalancer")
+    ingress = mappings_in(balancer.get("ingress")) if isinstance(balancer, Mapping) else []
+    if any(entry.get("ip") or entry.get("hostname") for entry in ingress):
+        return _READY
+    return Readiness(False, f"{describe(service)}: waiting for its load balancer's address")
+
+
 def _job_readiness(job: Mapping[str, Any]) -> Readiness:
     # A Job is not waited for to complete (it may train for days); only a failed Job fails the run.
     failed = condition_of(job, "Failed")
@@ -160,25 +200,39 @@ def _job_readiness(job: Mapping[str, Any]) -> Readiness:
     return _READY
 
 
-WAITED_KINDS = frozenset({"Namespace", "PersistentVolumeClaim", "Pod", "Deployment", "StatefulSet", "Job"})
+WAITED_KINDS = frozenset(
+    {"Namespace", "PersistentVolumeClaim", "Pod", "Deployment", "StatefulSet", "Job", "Service"}
+)
 
 
-def readiness(obj: Mapping[str, Any], *, wait_for_first_consumer: bool = False) -> Readiness:
+def readiness(
+    obj: Mapping[str, Any],
+    *,
+    wait_for_first_consumer: bool = False,
+    graces: Graces | None = None,
+    seen: FirstSeen | None = None,
+) -> Readiness:
     """Whether an object as the API server serves it is ready. Kinds that have no readiness of
-    their own (ConfigMap, Service, ...; see WAITED_KINDS) are ready once they exist.
-    `wait_for_first_consumer`: a PersistentVolumeClaim's storage class binds only when a pod uses it.
+    their own (ConfigMap, ...; see WAITED_KINDS) are ready once they exist.
+    `wait_for_first_consumer`: a PersistentVolumeClaim's storage class binds only when a pod uses
+    it. `graces` (the defaults when None) and `seen` (when each trouble was first seen; None: this
+    one look, so that no trouble has lasted) decide when what may pass has lasted too long.
     """
+    graces = graces or Graces()
+    seen = seen or _never_seen()
     kind = obj.get("kind")
     if kind == "Namespace":
         return _namespace_readiness(obj)
     if kind == "PersistentVolumeClaim":
         return _pvc_readiness(obj, wait_for_first_consumer)
     if kind == "Pod":
-        return pod_readiness(obj)
+        return pod_readiness(obj, graces, seen)
     if kind == "Deployment":
-        return _deployment_readiness(obj)
+        return _deployment_readiness(obj, graces, seen)
     if kind == "StatefulSet":
         return _statefulset_readiness(obj)
+    if kind == "Service":
+        return _service_readiness(obj)
     if kind == "Job":
         return _job_readiness(obj)
     return _READY

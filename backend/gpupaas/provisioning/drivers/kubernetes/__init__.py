@@ -8,6 +8,7 @@ drivers/k8s_manifests/; this package sends requests and waits.
   gpupaas that imports `kubernetes`.
 - api.py: requests as the driver makes them (JSON answers, DriverErrors, lists, discovery).
 - items.py: a plan's objects as they are applied, and reading them back.
+- pods.py: a plan's pods, and those of the current revision of their controllers.
 - apply.py, destroy.py, observe.py: the three calls a run makes.
 - drift.py: the watch on pods that reports instances that fail or recover.
 """

@@ -3,27 +3,44 @@
 Every object of the plan (items.py) is applied in dependency order by server-side apply (PATCH
 application/apply-patch+yaml, fieldManager, force=true): applying again changes nothing, and a run
 that died half-way is finished by the next. Then it waits, polling every `poll_interval`, until
-namespaces are Active, claims Bound (or their storage class binds on first use), pods Ready and
-Deployments/StatefulSets rolled out, for at most `readiness_timeout` seconds from the start of the
-run. A pod that cannot be scheduled ("0/4 nodes are available: 4 Insufficient nvidia.com/gpu."), a
-crash-looping or failed container, a failed Job or a Deployment that cannot create its pods fails
-the run at once (PermanentError); so does the timeout, naming what it waited for. A namespace still
-terminating from a destroy is a TemporaryError. The outputs are rendered from the objects as the
-server holds them afterwards.
+namespaces are Active, claims Bound (or their storage class binds on first use), pods Ready,
+Deployments/StatefulSets rolled out and LoadBalancer Services given an address, for at most
+`readiness_timeout` seconds (on `clock`) from the start of the run; the timeout fails the run
+naming what it waited for. A namespace still terminating from a destroy is a TemporaryError.
+
+Readiness tells the truth (k8s_manifests/readiness.py, pods.py):
+- A Deployment's or StatefulSet's status is believed only once `observedGeneration` has caught
+  up with its generation; only the pods of its current revision are judged (the ReplicaSet of
+  the Deployment's `deployment.kubernetes.io/revision`, the StatefulSet's `updateRevision`), so
+  a re-apply that fixes an image is not failed by the old pod's ImagePullBackOff nor by the
+  old generation's ProgressDeadlineExceeded.
+- What usually passes by itself is waited for within its grace (`graces`), with the run's
+  status message saying why ("Waiting for GPU nodes for pod jupyter-5d9c7-x2kq4: 0/4 nodes are
+  available: 4 Insufficient nvidia.com/gpu. ..."), and fails the run after it, with the reason:
+  a pod no node fits or pods the quota refuses (scale-up grace), a container the kubelet cannot
+  pull or create (time), a crash loop (restarts). What waiting cannot cure (an invalid image
+  name, a pod that failed and is not restarted, a failed Job, a webhook refusing the pods, the
+  Deployment's own progress deadline) fails the run at once (PermanentError).
+
+The outputs are rendered from the objects as the server holds them once all is ready: a
+LoadBalancer Service's address (`objects.Service.status.loadBalancer.ingress.0.ip`, or
+`.hostname`) is in them because the run waits for it. They are rendered within the run, not again
+later through drift: a cloud load balancer keeps its address for the life of its Service, and a
+Service made again (a new address) comes from a deploy, which renders the outputs again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from gpupaas.provisioning.drivers.base import Applied, Progress
 from gpupaas.provisioning.drivers.k8s_manifests.api import apply_request
-from gpupaas.provisioning.drivers.k8s_manifests.pods import counts, current_pods, pod_problem
+from gpupaas.provisioning.drivers.k8s_manifests.pods import FirstSeen, Graces, counts, judge_pod
 from gpupaas.provisioning.drivers.k8s_manifests.readiness import WAITED_KINDS, readiness
-from gpupaas.provisioning.drivers.kubernetes.api import PODS, REPLICASETS, KubeApi
+from gpupaas.provisioning.drivers.kubernetes.api import KubeApi
 from gpupaas.provisioning.drivers.kubernetes.items import (
     POD_MAKERS,
     Item,
@@ -31,6 +48,7 @@ from gpupaas.provisioning.drivers.kubernetes.items import (
     plan_items,
     read,
 )
+from gpupaas.provisioning.drivers.kubernetes.pods import plan_pods
 from gpupaas.provisioning.plan import PermanentError, Plan, TemporaryError
 from gpupaas.provisioning.render.problems import TemplateError
 from gpupaas.provisioning.render.rendering import render_outputs
@@ -47,10 +65,12 @@ async def apply_plan(
     field_manager: str,
     readiness_timeout: float,
     poll_interval: float,
+    graces: Graces | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> Applied:
     """Applies the plan and waits until it is ready (see the module's docstring); the outputs
     rendered from the objects as the server holds them, and the objects applied."""
-    deadline = time.monotonic() + readiness_timeout
+    deadline = clock() + readiness_timeout
     items = await plan_items(api, plan, strict=True)
     await report(f"Applying {plural(len(items), 'object')}")
     for item in items:
@@ -62,7 +82,15 @@ async def apply_plan(
             )
     await report(f"Waiting for {plural(len(items), 'object')} to be ready")
     await _wait_ready(
-        api, plan, items, deadline, report, readiness_timeout=readiness_timeout, poll_interval=poll_interval
+        api,
+        plan,
+        items,
+        deadline,
+        report,
+        readiness_timeout=readiness_timeout,
+        poll_interval=poll_interval,
+        graces=graces or Graces(),
+        clock=clock,
     )
     objects: list[dict[str, Any]] = []
     for item, obj in zip(items, await read(api, items), strict=True):
@@ -85,9 +113,13 @@ async def _wait_ready(
     *,
     readiness_timeout: float,
     poll_interval: float,
+    graces: Graces,
+    clock: Callable[[], float],
 ) -> None:
-    """Polls until every object the plan waits for is ready; fails at once on what waiting cannot
-    cure, and when the deadline passes."""
+    """Polls until every object the plan waits for is ready; fails on what waiting cannot cure,
+    on a trouble past its grace, and when the deadline passes. The status message is what it
+    waits for first: a pod's trouble (no node, no image, a crash) before the counts of its
+    controller."""
     waited = [item for item in items if item.kind in WAITED_KINDS]
     makers = [item for item in items if item.kind in POD_MAKERS]
     makes_pods = bool(makers)
@@ -98,10 +130,12 @@ async def _wait_ready(
     )
     namespaces = sorted({item.namespace for item in items if item.namespace})
     storage_classes: dict[str, bool] = {}
+    seen = FirstSeen(clock)
     last_message: str | None = None
     while True:
         waiting: list[str] = []
-        deployments: list[dict[str, Any]] = []
+        failures: list[tuple[Item, str]] = []
+        controllers: list[dict[str, Any]] = []
         for item, obj in zip(waited, await read(api, waited), strict=True):
             if obj is None:
                 waiting.append(f"{item.label} to exist")
@@ -110,26 +144,40 @@ async def _wait_ready(
                 raise TemporaryError(
                     f"{item.label} is terminating (a destroy has not finished); try again when it is gone"
                 )
-            if item.kind == "Deployment":
-                deployments.append(obj)
+            if item.kind in ("Deployment", "StatefulSet"):
+                controllers.append(obj)
             first_consumer = False
             if item.kind == "PersistentVolumeClaim" and (obj.get("status") or {}).get("phase") != "Bound":
                 first_consumer = await binds_on_first_consumer(api, obj, storage_classes)
-            state = readiness(obj, wait_for_first_consumer=first_consumer)
+            state = readiness(obj, wait_for_first_consumer=first_consumer, graces=graces, seen=seen)
             if state.failed:
-                raise PermanentError(state.message or f"{item.label} failed")
-            if not state.ready:
+                failures.append((item, state.message or f"{item.label} failed"))
+            elif not state.ready:
                 waiting.append(state.message or item.label)
+        troubles: list[tuple[Mapping[str, Any], str]] = []
         if makes_pods:
-            pods = await _check_pods(api, plan, namespaces, deployments)
-            if stopping and pods:
-                waiting.append(f"pod {pods[0]} to terminate")
+            pods = await plan_pods(api, plan, namespaces, controllers)
+            for pod in pods.current:
+                failure, trouble = judge_pod(pod, graces, seen) if counts(pod) else (None, None)
+                if failure is not None:
+                    raise PermanentError(failure)
+                if trouble is not None:
+                    troubles.append((pod, trouble))
+            if stopping and pods.all:
+                waiting.append(f"pod {pods.all[0]['metadata']['name']} to terminate")
+        seen.sweep()  # troubles that passed are forgotten: if they come back, with a whole grace
+        if failures:
+            item, failure = failures[0]
+            # Its pods' troubles say why a Deployment gave up ("progress deadline exceeded").
+            why = next((trouble for pod, trouble in troubles if _made_by(pod, item)), None)
+            raise PermanentError(failure + (f" ({why})" if why else ""))
+        waiting = list(dict.fromkeys([trouble for _, trouble in troubles] + waiting))
         if not waiting:
             return
         if waiting[0] != last_message:
             last_message = waiting[0]
             await report(f"Waiting for {last_message}")
-        remaining = deadline - time.monotonic()
+        remaining = deadline - clock()
         if remaining <= 0:
             more = len(waiting) - 3
             raise PermanentError(
@@ -140,23 +188,15 @@ async def _wait_ready(
         await asyncio.sleep(min(poll_interval, remaining))
 
 
-async def _check_pods(
-    api: KubeApi, plan: Plan, namespaces: Sequence[str], deployments: Sequence[Mapping[str, Any]]
-) -> list[str]:
-    """Fails the run when a pod the plan's controllers made cannot run (their own status only
-    says that replicas are missing, not why). The names of the plan's pods."""
-    selector = f"{plan.owner_label}={plan.instance_id}"
-    names: list[str] = []
-    for namespace in namespaces:
-        pods, _ = await api.list_objects(PODS, namespace, selector, f"listing the pods of {namespace}")
-        replicasets: list[dict[str, Any]] = []
-        if deployments and any(p.get("metadata", {}).get("ownerReferences") for p in pods):
-            replicasets, _ = await api.list_objects(
-                REPLICASETS, namespace, selector, f"listing the replicasets of {namespace}"
-            )
-        names.extend(str((pod.get("metadata") or {}).get("name")) for pod in pods)
-        for pod in current_pods(pods, replicasets, deployments):
-            problem = pod_problem(pod) if counts(pod) else None
-            if problem is not None:
-                raise PermanentError(problem)
-    return names
+def _made_by(pod: Mapping[str, Any], item: Item) -> bool:
+    """Whether a pod is one of a Deployment's (through a ReplicaSet named <deployment>-<hash>) or a
+    StatefulSet's."""
+    metadata = pod.get("metadata") or {}
+    if item.kind not in ("Deployment", "StatefulSet") or metadata.get("namespace") != item.namespace:
+        return False
+    owners = [o for o in metadata.get("ownerReferences") or [] if o.get("controller")]
+    owner = str(owners[0].get("name") or "") if owners else ""
+    kind = owners[0].get("kind") if owners else None
+    if item.kind == "Deployment":
+        return kind == "ReplicaSet" and owner.startswith(f"{item.name}-")
+    return kind == "StatefulSet" and owner == item.name

@@ -8,6 +8,13 @@ resourceVersion (no event is lost in between); after 410 Gone (that resourceVers
 away) or a broken connection it lists again and compares the list with what it reported: nothing
 is missed across restarts of the watch. Each watch holds a thread of its own for its stream, which
 the event loop unblocks when `stop` is set or the task is cancelled.
+
+Troubles that may pass (a pod Pending after a node drain, waiting for a node; an image pull the
+kubelet retries; a crash it restarts) turn an instance FAILED only after their grace (`graces`),
+as during a run. A pod that waits for a node changes nothing on the server, so while a trouble is
+being timed the watch also looks again every `poll_interval` on its own (DriftTracker.tick). The
+graces are timed from when this watch first saw each trouble: a watch started again (a worker
+restarted) gives them their whole grace again.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import urllib3
@@ -28,6 +35,7 @@ from gpupaas.provisioning.drivers.k8s_manifests.api import watch_request
 from gpupaas.provisioning.drivers.k8s_manifests.drift import DriftTracker
 from gpupaas.provisioning.drivers.k8s_manifests.errors import api_error, status_text
 from gpupaas.provisioning.drivers.k8s_manifests.objects import MANAGER_VALUE
+from gpupaas.provisioning.drivers.k8s_manifests.pods import Graces
 from gpupaas.provisioning.drivers.kubernetes.api import PODS, KubeApi
 from gpupaas.provisioning.drivers.kubernetes.connection import HttpError, Unreachable, WatchStream
 from gpupaas.provisioning.plan import MANAGED_BY, PermanentError, TemporaryError
@@ -42,13 +50,21 @@ _WATCH_SECONDS = 300
 _MAX_BACKOFF = 30.0
 
 
-async def watch_drift(api: KubeApi, on_change: OnDrift, *, stop: asyncio.Event, poll_interval: float) -> None:
+async def watch_drift(
+    api: KubeApi,
+    on_change: OnDrift,
+    *,
+    stop: asyncio.Event,
+    poll_interval: float,
+    graces: Graces | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
     """Reports the instances whose pods fail (FAILED with the reason) or recover (READY) until
     `stop` is set. Temporary failures (the API server unreachable, 5xx) are retried with a
     growing pause; a permanent one (credentials, RBAC: it needs list and watch on pods in every
     namespace) is raised. An exception of `on_change` is logged and the change is reported
-    again at the instance's next change."""
-    tracker = DriftTracker()
+    again at the instance's next change. `graces` are timed on `clock`."""
+    tracker = DriftTracker(graces, clock)
     selector = f"{MANAGED_BY}={MANAGER_VALUE}"
     # Its own thread: a watch holds one for as long as it lasts.
     executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpupaas-k8s-watch")
@@ -66,7 +82,9 @@ async def watch_drift(api: KubeApi, on_change: OnDrift, *, stop: asyncio.Event, 
                     await _notify(tracker, tracker.reset(pods), on_change)
                     version = listed
                 started = time.monotonic()
-                version = await _watch(api, executor, selector, version, tracker, on_change, stop)
+                version = await _watch(
+                    api, executor, selector, version, tracker, on_change, stop, poll_interval=poll_interval
+                )
                 failures = 0
                 if time.monotonic() - started < poll_interval and not stop.is_set():
                     # A watch that ends at once, again and again, must not turn into a busy loop.
@@ -105,11 +123,14 @@ async def _watch(
     tracker: DriftTracker,
     on_change: OnDrift,
     stop: asyncio.Event,
+    *,
+    poll_interval: float,
 ) -> str | None:
     """One watch from `version`, until it ends. The resourceVersion to go on from (of the last
     event or bookmark) when the server ended it, or `stop` was set; None when the pods must be
     listed again: 410 Gone (that resourceVersion is no longer in the server's history) or the
-    connection broke (events may have been lost with it)."""
+    connection broke (events may have been lost with it). While the tracker times a trouble, it
+    is also ticked every `poll_interval` without an event."""
     request = watch_request(
         PODS, None, label_selector=selector, resource_version=version, timeout_seconds=_WATCH_SECONDS
     )
@@ -132,14 +153,24 @@ async def _watch(
 
     loop.run_in_executor(executor, read)
     stopping = asyncio.ensure_future(stop.wait())
+    getting: asyncio.Future[tuple[str, Any]] | None = None
     try:
         while True:
-            getting = asyncio.ensure_future(queue.get())
-            done, _ = await asyncio.wait({getting, stopping}, return_when=asyncio.FIRST_COMPLETED)
-            if getting not in done:
-                getting.cancel()
+            if getting is None:
+                getting = asyncio.ensure_future(queue.get())
+            waiters: set[asyncio.Future[Any]] = {getting, stopping}
+            done, _ = await asyncio.wait(
+                waiters,
+                timeout=poll_interval if tracker.waiting else None,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            if stopping in done:
                 return version
+            if getting not in done:  # a grace may have run out meanwhile
+                await _notify(tracker, tracker.tick(), on_change)
+                continue
             kind, value = getting.result()
+            getting = None
             if kind == "end":  # timeoutSeconds passed, or the server closed it: go on from here
                 return version
             if kind == "error":
@@ -157,6 +188,8 @@ async def _watch(
             if event_type in ("ADDED", "MODIFIED", "DELETED"):
                 await _notify(tracker, tracker.event(event_type, obj), on_change)
     finally:
+        if getting is not None:
+            getting.cancel()
         stream.close()
         stopping.cancel()
 

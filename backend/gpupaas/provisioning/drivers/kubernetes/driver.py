@@ -8,11 +8,13 @@ drift.py; `check` reads the server's version and its nodes.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 
 from gpupaas.provisioning.drivers.base import Applied, ClusterInfo, Observed, OnDrift, Progress
 from gpupaas.provisioning.drivers.k8s_manifests.api import Request
 from gpupaas.provisioning.drivers.k8s_manifests.nodes import node_info
+from gpupaas.provisioning.drivers.k8s_manifests.pods import Graces
 from gpupaas.provisioning.drivers.kubernetes.api import NODES, KubeApi
 from gpupaas.provisioning.drivers.kubernetes.apply import apply_plan
 from gpupaas.provisioning.drivers.kubernetes.connection import ClusterConnection, Transport
@@ -39,7 +41,20 @@ class KubernetesDriver:
         readiness_timeout: float = 600,
         request_timeout: float = 30,
         poll_interval: float = 1.0,
+        graces: Graces | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """`graces`: how long what usually passes by itself (a crash the kubelet restarts, an
+        image pull it retries, a pod waiting for a node) is waited for before it fails a run or,
+        in the drift watch, its instance. `clock` (seconds) times the readiness deadline and the
+        graces; tests give one they move."""
+        graces = graces or Graces()
+        if (
+            graces.crash_restarts < 0
+            or not graces.image_pull_seconds >= 0
+            or not graces.scheduling_seconds >= 0
+        ):
+            raise ValueError(f"graces must not be negative: {graces}")
         for name, value in (
             ("readiness_timeout", readiness_timeout),
             ("request_timeout", request_timeout),
@@ -54,6 +69,8 @@ class KubernetesDriver:
         self.readiness_timeout = float(readiness_timeout)
         self.request_timeout = float(request_timeout)
         self.poll_interval = float(poll_interval)
+        self.graces = graces
+        self.clock = clock
         self._api = KubeApi(Transport(connection, request_timeout=self.request_timeout))
 
     async def apply(self, plan: Plan, progress: Progress | None = None) -> Applied:
@@ -64,6 +81,8 @@ class KubernetesDriver:
             field_manager=self.field_manager,
             readiness_timeout=self.readiness_timeout,
             poll_interval=self.poll_interval,
+            graces=self.graces,
+            clock=self.clock,
         )
 
     async def destroy(self, plan: Plan, progress: Progress | None = None) -> None:
@@ -76,11 +95,18 @@ class KubernetesDriver:
         )
 
     async def observe(self, plan: Plan) -> Observed:
-        return await observe_plan(self._api, plan)
+        return await observe_plan(self._api, plan, self.graces)
 
     async def watch_drift(self, on_change: OnDrift, *, stop: asyncio.Event) -> None:
         """Until `stop` is set, reports the owners whose pods fail or recover (drift.py)."""
-        await watch_drift(self._api, on_change, stop=stop, poll_interval=self.poll_interval)
+        await watch_drift(
+            self._api,
+            on_change,
+            stop=stop,
+            poll_interval=self.poll_interval,
+            graces=self.graces,
+            clock=self.clock,
+        )
 
     async def check(self, gpu_resource_names: Mapping[str, str] | None = None) -> ClusterInfo:
         """The API server's version and its nodes (allocatable CPU and memory, GPUs per extended

@@ -1,6 +1,11 @@
 """What the cluster holds of a plan now: ABSENT when none of the plan's objects exist; FAILED with
 the reason when an object or a pod of the instance failed; PROGRESSING with what it waits for;
 READY.
+
+It is one look, judged as a run judges (readiness.py; only the pods of the current revisions):
+a crash loop past the restart grace is FAILED, but a trouble whose grace is a time (a pod waiting
+for a node, an image pull retried) is PROGRESSING with its reason, since one look cannot tell how
+long it has lasted.
 """
 
 from __future__ import annotations
@@ -9,8 +14,9 @@ from typing import Any
 
 from gpupaas.provisioning.drivers.base import Observed, Phase
 from gpupaas.provisioning.drivers.k8s_manifests.drift import instance_health
+from gpupaas.provisioning.drivers.k8s_manifests.pods import Graces
 from gpupaas.provisioning.drivers.k8s_manifests.readiness import readiness
-from gpupaas.provisioning.drivers.kubernetes.api import PODS, KubeApi
+from gpupaas.provisioning.drivers.kubernetes.api import KubeApi
 from gpupaas.provisioning.drivers.kubernetes.items import (
     POD_MAKERS,
     Item,
@@ -18,12 +24,13 @@ from gpupaas.provisioning.drivers.kubernetes.items import (
     plan_items,
     read,
 )
+from gpupaas.provisioning.drivers.kubernetes.pods import plan_pods
 from gpupaas.provisioning.plan import Plan
 
 __all__ = ["observe_plan"]
 
 
-async def observe_plan(api: KubeApi, plan: Plan) -> Observed:
+async def observe_plan(api: KubeApi, plan: Plan, graces: Graces | None = None) -> Observed:
     """What the cluster holds of the plan now; see the module's docstring."""
     items = await plan_items(api, plan, strict=False)
     found: list[tuple[Item, dict[str, Any]]] = []
@@ -45,22 +52,16 @@ async def observe_plan(api: KubeApi, plan: Plan) -> Observed:
         first_consumer = False
         if item.kind == "PersistentVolumeClaim" and (obj.get("status") or {}).get("phase") != "Bound":
             first_consumer = await binds_on_first_consumer(api, obj, storage_classes)
-        state = readiness(obj, wait_for_first_consumer=first_consumer)
+        state = readiness(obj, wait_for_first_consumer=first_consumer, graces=graces)
         if state.failed:
             problems.append(state.message or item.label)
         elif not state.ready:
             waiting.append(state.message or item.label)
     if any(item.kind in POD_MAKERS or item.kind == "Pod" for item in items):
-        pods: list[dict[str, Any]] = []
-        for namespace in sorted({item.namespace for item, _ in found if item.namespace}):
-            listed, _ = await api.list_objects(
-                PODS,
-                namespace,
-                f"{plan.owner_label}={plan.instance_id}",
-                f"listing the pods of {namespace}",
-            )
-            pods.extend(listed)
-        health = instance_health(pods)
+        namespaces = sorted({item.namespace for item, _ in found if item.namespace})
+        controllers = [obj for item, obj in found if item.kind in ("Deployment", "StatefulSet")]
+        pods = await plan_pods(api, plan, namespaces, controllers)
+        health = instance_health(pods.current, graces)
         if health is not None and health.phase == Phase.FAILED and health.message not in problems:
             problems.append(str(health.message))
     if problems:
