@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 import traceback
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -38,12 +39,13 @@ from tests.fake_kube.util import Obj
 
 
 class RequestRecord(NamedTuple):
-    """One request the server received (for assertions)."""
+    """One request the server received (for assertions), and when (time.monotonic())."""
 
     method: str
     path: str
     query: dict[str, str]
     content_type: str | None
+    at: float = 0.0
 
 
 @dataclass
@@ -148,7 +150,9 @@ def create_app(state: ServerState) -> Starlette:
         path = request.url.path
         method = request.method
         query = dict(request.query_params)
-        state.requests.append(RequestRecord(method, path, query, request.headers.get("content-type")))
+        state.requests.append(
+            RequestRecord(method, path, query, request.headers.get("content-type"), time.monotonic())
+        )
         if state.token is not None and request.headers.get("authorization") != f"Bearer {state.token}":
             return _error(errors.unauthorized())
         for latency in list(state.latency_rules):

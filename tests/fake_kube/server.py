@@ -392,7 +392,7 @@ class FakeKube:
 
     @property
     def requests(self) -> builtins.list[RequestRecord]:
-        """Every request so far: (method, path, query, content_type)."""
+        """Every request so far: (method, path, query, content_type, at: its time.monotonic())."""
         return list(self.state.requests)
 
     def clear_requests(self) -> None:

@@ -101,6 +101,7 @@ class DriverRegistry:
             readiness_timeout=self.settings.kubernetes_readiness_timeout_seconds,
             request_timeout=self.settings.kubernetes_request_timeout_seconds,
             poll_interval=self.settings.kubernetes_poll_seconds,
+            retry_seconds=self.settings.kubernetes_retry_seconds,
         )
         self._kubernetes[target.id] = (target.updated_at, driver)
         return driver

@@ -150,12 +150,18 @@ def new_driver(
     readiness_timeout: float = 5.0,
     request_timeout: float = 5.0,
     poll_interval: float = 0.05,
+    retry_seconds: float = 1.0,
+    retry_first_pause: float = 0.02,
 ) -> KubernetesDriver:
+    """A driver with short timings for tests: transient faults are retried for `retry_seconds`,
+    the first pause `retry_first_pause` (the settings' defaults are 300 s and 0.5 s)."""
     return KubernetesDriver(
         ClusterConnection(kubeconfig=kubeconfig),
         readiness_timeout=readiness_timeout,
         request_timeout=request_timeout,
         poll_interval=poll_interval,
+        retry_seconds=retry_seconds,
+        retry_first_pause=retry_first_pause,
     )
 
 

@@ -1,16 +1,27 @@
 """Requests to the API server as the driver makes them: the generic REST paths (/api/v1/...,
 /apis/<group>/<version>/...) that discovery finds, JSON answers, lists read page by page.
 
-Answers: 2xx is the object; 5xx, 429, 410, timeouts and connection errors are TemporaryError (the
-worker retries the run); other 4xx are PermanentError with the Status's message and causes
-(k8s_manifests/errors.py).
+Answers: 2xx is the object; 4xx are PermanentError with the Status's message and causes, 410 and a
+namespace still terminating TemporaryError (k8s_manifests/errors.py). Faults that go away by
+themselves (connection refused or reset, timeouts, 5xx, 429) are retried, within `patient` (an
+apply or destroy): with exponential backoff and jitter, or after the pause the server asked for
+(Retry-After, on writes as on reads), until the request has failed for `retry_seconds` (long
+enough to ride out a control-plane restart) or the run's deadline passes; then they fail the run
+(PermanentError) naming the last answer. The worker does not retry them again: that would
+multiply the budget and start the readiness deadline over. Outside `patient` (the cluster check,
+observing, the drift watch) a fault is a TemporaryError at once, as before.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import random
 import time
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 from gpupaas.provisioning.drivers.k8s_manifests.api import (
@@ -20,11 +31,24 @@ from gpupaas.provisioning.drivers.k8s_manifests.api import (
     parse_resource_list,
     preferred_group_versions,
 )
-from gpupaas.provisioning.drivers.k8s_manifests.errors import api_error, unreachable
+from gpupaas.provisioning.drivers.k8s_manifests.errors import (
+    RetriesExhausted,
+    Transient,
+    api_error,
+    unreachable,
+)
 from gpupaas.provisioning.drivers.kubernetes.connection import Transport, Unreachable
 from gpupaas.provisioning.plan import PermanentError, TemporaryError
+from gpupaas.provisioning.wording import plural
 
-__all__ = ["NODES", "PODS", "REPLICASETS", "STORAGE_CLASSES", "KubeApi"]
+__all__ = [
+    "NODES",
+    "PODS",
+    "REPLICASETS",
+    "STORAGE_CLASSES",
+    "KubeApi",
+    "Patience",
+]
 
 PODS = ApiResource("v1", "Pod", "pods", namespaced=True)
 NODES = ApiResource("v1", "Node", "nodes", namespaced=False)
@@ -35,6 +59,25 @@ STORAGE_CLASSES = ApiResource("storage.k8s.io/v1", "StorageClass", "storageclass
 _NOT_SWEPT = frozenset({"Event", "Binding", "LocalSubjectAccessReview"})
 _LIST_PAGE = 500
 _DISCOVERY_TTL = 300.0
+# The longest pause between two attempts of a request: a control plane that is back is seen soon.
+_MAX_PAUSE = 16.0
+
+
+@dataclass(frozen=True)
+class Patience:
+    """How the requests of one apply or destroy ride out transient faults: each is retried until it
+    has failed for `budget` seconds, never past `deadline` (time.monotonic(): the run's readiness
+    deadline, from its start, which retries do not move). Pauses start at `first_pause` and double,
+    with jitter, up to 16 s; a Retry-After is waited for as it says (at least `first_pause`)."""
+
+    budget: float
+    deadline: float
+    first_pause: float
+
+
+# Set by `KubeApi.patient` for the task of a run, and so for every request made on its behalf,
+# including the readiness checks (tasks started in it inherit it), without passing it through.
+_PATIENCE: ContextVar[Patience | None] = ContextVar("gpupaas_kubernetes_patience", default=None)
 
 
 class KubeApi:
@@ -44,15 +87,56 @@ class KubeApi:
     is unknown, as after a CRD is installed.
     """
 
-    def __init__(self, transport: Transport) -> None:
+    def __init__(self, transport: Transport, *, retry_seconds: float = 0.0, first_pause: float = 0.5) -> None:
         self.transport = transport
+        self.retry_seconds = retry_seconds
+        self.first_pause = first_pause
         self._resources: dict[str, dict[str, ApiResource]] = {}
         self._sweepable: tuple[float, tuple[ApiResource, ...]] | None = None
 
-    async def call(self, request: Request, action: str, *, missing_ok: bool = False) -> dict[str, Any] | None:
-        """The answer's object; None for a 404 when `missing_ok`. Raises DriverError."""
+    @contextlib.contextmanager
+    def patient(self, deadline: float) -> Iterator[Patience]:
+        """Within it, requests retry transient faults (see Patience) until `deadline` at the latest."""
+        patience = Patience(self.retry_seconds, deadline, self.first_pause)
+        token = _PATIENCE.set(patience)
         try:
-            status, data = await self.transport.run(self.transport.send, request)
+            yield patience
+        finally:
+            _PATIENCE.reset(token)
+
+    async def call(self, request: Request, action: str, *, missing_ok: bool = False) -> dict[str, Any] | None:
+        """The answer's object; None for a 404 when `missing_ok`. Raises DriverError.
+
+        Within `patient`, a transient fault is retried (see the module's docstring)."""
+        patience = _PATIENCE.get()
+        failing_since: float | None = None
+        attempts = 0
+        while True:
+            try:
+                return await self._call_once(request, action, missing_ok)
+            except Transient as error:
+                attempts += 1
+                if patience is None or patience.budget <= 0:
+                    raise
+                now = time.monotonic()
+                failing_since = now if failing_since is None else failing_since
+                pause = self._pause(patience, attempts, error.retry_after)
+                problem = _give_up(patience, error, now, pause, failing_since, attempts)
+                if problem is not None:
+                    raise RetriesExhausted(problem) from None
+                await asyncio.sleep(min(pause, min(failing_since + patience.budget, patience.deadline) - now))
+
+    @staticmethod
+    def _pause(patience: Patience, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return max(retry_after, patience.first_pause)
+        ceiling = min(_MAX_PAUSE, patience.first_pause * 2.0 ** (attempt - 1))
+        # Half of it fixed, half at random: clients that failed together do not come back together.
+        return ceiling / 2 + random.uniform(0, ceiling / 2)  # noqa: S311 (jitter, not a secret)
+
+    async def _call_once(self, request: Request, action: str, missing_ok: bool) -> dict[str, Any] | None:
+        try:
+            status, data, retry_after = await self.transport.run(self.transport.send, request)
         except Unreachable as error:
             if error.permanent:
                 raise PermanentError(
@@ -62,7 +146,7 @@ class KubeApi:
         if status == 404 and missing_ok:
             return None
         if not 200 <= status < 300:
-            raise api_error(status, data, action)
+            raise api_error(status, data, action, retry_after=retry_after)
         if not data:
             return {}
         try:
@@ -139,3 +223,31 @@ class KubeApi:
             )
         self._sweepable = (now, tuple(found))
         return self._sweepable[1]
+
+
+def _give_up(
+    patience: Patience, error: Transient, now: float, pause: float, failing_since: float, attempts: int
+) -> str | None:
+    """Why a failing request is not tried again, naming the last error; None: it is, after `pause`
+    (cut short to what the budget and the deadline leave, for one last attempt then)."""
+    spent = now - failing_since
+    budget_end = failing_since + patience.budget
+    tries = plural(attempts, "attempt")
+    last = f"; the last error: {error}"
+    if now >= patience.deadline:
+        return (
+            "the run's deadline (its readiness timeout, from its start) passed while the API server "
+            f"kept failing ({tries} in {spent:.1f} s){last}"
+        )
+    if now >= budget_end:
+        return (
+            f"the API server kept failing for {spent:.1f} s ({tries}; the driver retries for "
+            f"{patience.budget:g} s){last}"
+        )
+    if error.retry_after is not None and now + pause > min(budget_end, patience.deadline):
+        left = min(budget_end, patience.deadline) - now
+        return (
+            f"the API server asked to wait {error.retry_after:g} s before the next attempt, more than "
+            f"the retries have left ({left:.1f} s){last}"
+        )
+    return None

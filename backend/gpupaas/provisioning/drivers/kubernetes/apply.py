@@ -5,7 +5,8 @@ application/apply-patch+yaml, fieldManager, force=true): applying again changes 
 that died half-way is finished by the next. Then it waits, polling every `poll_interval`, until
 namespaces are Active, claims Bound (or their storage class binds on first use), pods Ready and
 Deployments/StatefulSets rolled out, for at most `readiness_timeout` seconds from the start of the
-run. A pod that cannot be scheduled ("0/4 nodes are available: 4 Insufficient nvidia.com/gpu."), a
+run: requests that ride out a transient fault (api.py) do not move that deadline. A pod that
+cannot be scheduled ("0/4 nodes are available: 4 Insufficient nvidia.com/gpu."), a
 crash-looping or failed container, a failed Job or a Deployment that cannot create its pods fails
 the run at once (PermanentError); so does the timeout, naming what it waited for. A namespace still
 terminating from a destroy is a TemporaryError. The outputs are rendered from the objects as the
@@ -51,6 +52,28 @@ async def apply_plan(
     """Applies the plan and waits until it is ready (see the module's docstring); the outputs
     rendered from the objects as the server holds them, and the objects applied."""
     deadline = time.monotonic() + readiness_timeout
+    with api.patient(deadline):
+        return await _apply(
+            api,
+            plan,
+            report,
+            deadline,
+            field_manager=field_manager,
+            readiness_timeout=readiness_timeout,
+            poll_interval=poll_interval,
+        )
+
+
+async def _apply(
+    api: KubeApi,
+    plan: Plan,
+    report: Progress,
+    deadline: float,
+    *,
+    field_manager: str,
+    readiness_timeout: float,
+    poll_interval: float,
+) -> Applied:
     items = await plan_items(api, plan, strict=True)
     await report(f"Applying {plural(len(items), 'object')}")
     for item in items:

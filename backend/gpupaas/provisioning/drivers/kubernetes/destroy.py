@@ -4,6 +4,7 @@ Deletes the plan's objects in reverse order (foreground propagation: dependents 
 anything else labelled gpupaas.io/instance=<id> in the plan's namespaces (every namespaced kind
 discovery lists that can be listed and deleted), then the plan's namespaces, and waits until all
 of it is gone (a namespace may be Terminating for a while). 404 is fine: it is idempotent.
+Requests ride out transient faults within the run's deadline (api.py).
 """
 
 from __future__ import annotations
@@ -29,6 +30,21 @@ async def destroy_plan(
     """Deletes what the plan applied and what else is labelled with its instance, and waits until
     all of it is gone (see the module's docstring)."""
     deadline = time.monotonic() + readiness_timeout
+    with api.patient(deadline):
+        await _destroy(
+            api, plan, report, deadline, readiness_timeout=readiness_timeout, poll_interval=poll_interval
+        )
+
+
+async def _destroy(
+    api: KubeApi,
+    plan: Plan,
+    report: Progress,
+    deadline: float,
+    *,
+    readiness_timeout: float,
+    poll_interval: float,
+) -> None:
     items = await plan_items(api, plan, strict=False)
     namespaces = [item for item in items if item.kind == "Namespace"]
     others = [item for item in items if item.kind != "Namespace"]

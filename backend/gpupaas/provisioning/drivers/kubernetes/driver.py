@@ -39,14 +39,19 @@ class KubernetesDriver:
         readiness_timeout: float = 600,
         request_timeout: float = 30,
         poll_interval: float = 1.0,
+        retry_seconds: float = 300,
+        retry_first_pause: float = 0.5,
     ) -> None:
         for name, value in (
             ("readiness_timeout", readiness_timeout),
             ("request_timeout", request_timeout),
             ("poll_interval", poll_interval),
+            ("retry_first_pause", retry_first_pause),
         ):
             if not value > 0:
                 raise ValueError(f"{name} must be more than 0, not {value}")
+        if not retry_seconds >= 0:
+            raise ValueError(f"retry_seconds must be 0 or more, not {retry_seconds}")
         if not field_manager:
             raise ValueError("field_manager must not be empty")
         self.connection = connection
@@ -54,7 +59,13 @@ class KubernetesDriver:
         self.readiness_timeout = float(readiness_timeout)
         self.request_timeout = float(request_timeout)
         self.poll_interval = float(poll_interval)
-        self._api = KubeApi(Transport(connection, request_timeout=self.request_timeout))
+        # How long an apply or destroy retries a request that meets a transient fault (api.py).
+        self.retry_seconds = float(retry_seconds)
+        self._api = KubeApi(
+            Transport(connection, request_timeout=self.request_timeout),
+            retry_seconds=self.retry_seconds,
+            first_pause=float(retry_first_pause),
+        )
 
     async def apply(self, plan: Plan, progress: Progress | None = None) -> Applied:
         return await apply_plan(
