@@ -1,5 +1,6 @@
 """Faults against the fake API server: transient errors are retried with backoff within a budget
-and the run's deadline, and Retry-After is honoured on writes."""
+and the run's deadline, Retry-After is honoured on writes, and a broken API group does not stop a
+destroy."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from gpupaas.provisioning.drivers.kubernetes.driver import KubernetesDriver
 from gpupaas.provisioning.plan import PermanentError, TemporaryError
 from tests.fake_kube import FakeKube, RequestRecord
 from tests.provisioning.drivers.kubernetes.clusters import (
+    SETTINGS_ONLY,
+    Recorder,
     make_plan,
     new_driver,
     notebook_plan,
@@ -166,6 +169,62 @@ async def test_time_spent_retrying_is_not_added_to_the_readiness_deadline(
     assert second.at - first.at >= 2
     # 3 s from the start of the run, not 3 s from the end of the retries (5 s)
     assert 3 <= elapsed < 4.5
+
+
+async def test_a_broken_api_group_does_not_stop_destroy(fake: FakeKube, driver: KubernetesDriver) -> None:
+    # given an instance applied into a namespace it does not own, and an object an older version
+    # of its template left there
+    plan = make_plan(resources_text=SETTINGS_ONLY, outputs=())
+    fake.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": plan.namespace}})
+    # and an aggregated API whose backend is down: its discovery answers 503
+    fake.add_unavailable_api("metrics.k8s.io", "v1beta1")
+    await driver.apply(plan)
+    fake.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {
+                "name": "old-token",
+                "namespace": plan.namespace,
+                "labels": {"gpupaas.io/instance": plan.instance_id},
+            },
+            "stringData": {"token": "x"},
+        }
+    )
+    fake.clear_requests()
+    progress = Recorder()
+
+    await driver.destroy(plan, progress)
+
+    assert fake.get("v1", "ConfigMap", "settings", plan.namespace) is None
+    assert fake.get("v1", "Secret", "old-token", plan.namespace) is None
+    assert fake.get("v1", "Namespace", plan.namespace) is not None
+    assert (
+        "Could not look for leftovers of metrics.k8s.io/v1beta1 (discovering the kinds of metrics.k8s.io/v1beta1: "
+        "the API server answered HTTP 503 Service Unavailable: service unavailable)"
+    ) in progress.messages
+    # tried once: a group that answers 503 is broken, not restarting
+    assert len(matching(fake, "GET", "/apis/metrics.k8s.io/v1beta1")) == 1
+
+
+async def test_destroy_still_fails_when_a_kind_it_needs_cannot_be_discovered(
+    fake: FakeKube, kubeconfig: str
+) -> None:
+    first = new_driver(kubeconfig)
+    plan = notebook_plan()
+    try:
+        await first.apply(plan)
+    finally:
+        await first.close()
+    fake.inject_error("GET", r"^/apis/apps/v1$", 503, times=None, message="apps is broken")
+    cluster = new_driver(kubeconfig, retry_seconds=0.3)
+    try:
+        with pytest.raises(PermanentError, match=r"discovering the kinds of apps/v1: .*apps is broken"):
+            await cluster.destroy(plan)
+    finally:
+        await cluster.close()
+
+    assert fake.get("apps/v1", "Deployment", "jupyter", ns("nb")) is not None
 
 
 async def test_outside_a_run_a_fault_is_not_retried(fake: FakeKube, driver: KubernetesDriver) -> None:

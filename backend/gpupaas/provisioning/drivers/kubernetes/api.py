@@ -19,10 +19,10 @@ import contextlib
 import json
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpupaas.provisioning.drivers.k8s_manifests.api import (
     ApiResource,
@@ -37,21 +37,25 @@ from gpupaas.provisioning.drivers.k8s_manifests.errors import (
     api_error,
     unreachable,
 )
+from gpupaas.provisioning.drivers.k8s_manifests.objects import group_of
 from gpupaas.provisioning.drivers.kubernetes.connection import Transport, Unreachable
-from gpupaas.provisioning.plan import PermanentError, TemporaryError
+from gpupaas.provisioning.plan import DriverError, PermanentError, TemporaryError
 from gpupaas.provisioning.wording import plural
 
 __all__ = [
+    "NAMESPACES",
     "NODES",
     "PODS",
     "REPLICASETS",
     "STORAGE_CLASSES",
+    "Discovered",
     "KubeApi",
     "Patience",
 ]
 
 PODS = ApiResource("v1", "Pod", "pods", namespaced=True)
 NODES = ApiResource("v1", "Node", "nodes", namespaced=False)
+NAMESPACES = ApiResource("v1", "Namespace", "namespaces", namespaced=False)
 REPLICASETS = ApiResource("apps/v1", "ReplicaSet", "replicasets", namespaced=True)
 STORAGE_CLASSES = ApiResource("storage.k8s.io/v1", "StorageClass", "storageclasses", namespaced=False)
 
@@ -80,6 +84,14 @@ class Patience:
 _PATIENCE: ContextVar[Patience | None] = ContextVar("gpupaas_kubernetes_patience", default=None)
 
 
+class Discovered(NamedTuple):
+    """What discovery found to sweep: the kinds, and the group versions that did not answer (with
+    why), whose kinds could not be looked at."""
+
+    resources: tuple[ApiResource, ...]
+    skipped: tuple[str, ...] = ()
+
+
 class KubeApi:
     """Requests to one API server, answered as objects or DriverErrors, and what discovery found.
 
@@ -104,10 +116,15 @@ class KubeApi:
         finally:
             _PATIENCE.reset(token)
 
-    async def call(self, request: Request, action: str, *, missing_ok: bool = False) -> dict[str, Any] | None:
+    async def call(
+        self, request: Request, action: str, *, missing_ok: bool = False, retry_server_errors: bool = True
+    ) -> dict[str, Any] | None:
         """The answer's object; None for a 404 when `missing_ok`. Raises DriverError.
 
-        Within `patient`, a transient fault is retried (see the module's docstring)."""
+        Within `patient`, a transient fault is retried (see the module's docstring); with
+        `retry_server_errors` False only a server nobody reaches, or one that asks to slow down
+        (429), is: a 5xx is that part of the API being broken (an aggregated API whose backend is
+        down), which waiting rarely cures."""
         patience = _PATIENCE.get()
         failing_since: float | None = None
         attempts = 0
@@ -117,6 +134,8 @@ class KubeApi:
             except Transient as error:
                 attempts += 1
                 if patience is None or patience.budget <= 0:
+                    raise
+                if not retry_server_errors and error.status is not None and error.status != 429:
                     raise
                 now = time.monotonic()
                 failing_since = now if failing_since is None else failing_since
@@ -189,12 +208,13 @@ class KubeApi:
                     raise
         raise TemporaryError(f"{action}: the list kept changing while it was read; try again")
 
-    async def _discover(self, group_version: str) -> dict[str, ApiResource]:
+    async def _discover(self, group_version: str, *, needed: bool = True) -> dict[str, ApiResource]:
         root = "/apis" if "/" in group_version else "/api"
         answer = await self.call(
             Request("GET", f"{root}/{group_version}"),
             f"discovering the kinds of {group_version}",
             missing_ok=True,
+            retry_server_errors=needed,
         )
         resources = {r.kind: r for r in parse_resource_list(answer or {})}
         self._resources[group_version] = resources
@@ -206,23 +226,45 @@ class KubeApi:
             known = await self._discover(api_version)
         return known.get(kind)
 
-    async def sweepable_resources(self) -> tuple[ApiResource, ...]:
-        """Every namespaced kind (preferred versions) that can be listed and deleted."""
+    async def sweepable_resources(self, needed: Iterable[str] = ()) -> Discovered:
+        """Every namespaced kind (preferred versions) that can be listed and deleted.
+
+        A group version that does not answer its discovery (an aggregated API such as
+        metrics.k8s.io whose backend is down answers 503) is skipped and named in `skipped`,
+        unless its group is that of one of the `needed` group versions (or the core group): the
+        kinds a caller cannot do without fail the call instead. A result with skipped groups is
+        not cached, so that the next call asks again."""
         now = time.monotonic()
         if self._sweepable is not None and now - self._sweepable[0] < _DISCOVERY_TTL:
-            return self._sweepable[1]
+            return Discovered(self._sweepable[1])
+        required = {""} | {group_of(group_version) for group_version in needed}
         group_versions = ["v1"]
         groups = await self.call(Request("GET", "/apis"), "discovering the API groups", missing_ok=True)
         group_versions += preferred_group_versions(groups or {})
+
+        async def discover(group_version: str) -> dict[str, ApiResource] | str:
+            needed_here = group_of(group_version) in required
+            try:
+                return await self._discover(group_version, needed=needed_here)
+            except DriverError as error:
+                if needed_here:
+                    raise
+                return f"{group_version} ({error})"
+
         found: list[ApiResource] = []
-        for resources in await asyncio.gather(*(self._discover(gv) for gv in group_versions)):
+        skipped: list[str] = []
+        for answer in await asyncio.gather(*(discover(gv) for gv in group_versions)):
+            if isinstance(answer, str):
+                skipped.append(answer)
+                continue
             found.extend(
                 r
-                for r in resources.values()
+                for r in answer.values()
                 if r.namespaced and {"list", "delete"} <= r.verbs and r.kind not in _NOT_SWEPT
             )
-        self._sweepable = (now, tuple(found))
-        return self._sweepable[1]
+        if not skipped:
+            self._sweepable = (now, tuple(found))
+        return Discovered(tuple(found), tuple(skipped))
 
 
 def _give_up(

@@ -3,7 +3,9 @@
 Deletes the plan's objects in reverse order (foreground propagation: dependents first), then
 anything else labelled gpupaas.io/instance=<id> in the plan's namespaces (every namespaced kind
 discovery lists that can be listed and deleted), then the plan's namespaces, and waits until all
-of it is gone (a namespace may be Terminating for a while). 404 is fine: it is idempotent.
+of it is gone (a namespace may be Terminating for a while). A discovery group that does not
+answer (a broken aggregated API such as metrics.k8s.io) does not stop the sweep: its kinds are
+skipped, and named in the progress. 404 is fine: it is idempotent.
 Requests ride out transient faults within the run's deadline (api.py).
 """
 
@@ -16,6 +18,7 @@ from typing import Any
 
 from gpupaas.provisioning.drivers.base import Progress
 from gpupaas.provisioning.drivers.k8s_manifests.api import ApiResource, delete_request
+from gpupaas.provisioning.drivers.k8s_manifests.errors import RetriesExhausted
 from gpupaas.provisioning.drivers.kubernetes.api import KubeApi
 from gpupaas.provisioning.drivers.kubernetes.items import Item, plan_items, read
 from gpupaas.provisioning.plan import PermanentError, Plan
@@ -54,7 +57,7 @@ async def _destroy(
     # What the plan does not name: an older template's objects, what controllers made. Before
     # the namespace goes, so that the namespace's deletion has nothing of ours left to wait for.
     spaces = sorted({plan.namespace} | {item.namespace for item in others if item.namespace})
-    leftovers = await _leftovers(api, plan, spaces)
+    leftovers = await _leftovers(api, plan, spaces, report, {item.resource.group_version for item in items})
     for item in leftovers:
         await _delete(api, item)
     for item in namespaces:
@@ -83,22 +86,30 @@ async def _delete(api: KubeApi, item: Item) -> None:
             raise
 
 
-async def _leftovers(api: KubeApi, plan: Plan, namespaces: Sequence[str]) -> list[Item]:
+async def _leftovers(
+    api: KubeApi, plan: Plan, namespaces: Sequence[str], report: Progress, needed: set[str]
+) -> list[Item]:
     """The objects labelled with the instance in its namespaces (every namespaced kind that can
-    be listed and deleted), but those already being deleted."""
+    be listed and deleted), but those already being deleted. A group version whose discovery
+    fails is skipped and reported, unless the plan's own kinds are in its group (`needed`)."""
     selector = f"{plan.owner_label}={plan.instance_id}"
+    discovered = await api.sweepable_resources(needed)
+    if discovered.skipped:
+        await report("Could not look for leftovers of " + "; ".join(discovered.skipped))
 
     async def listed(resource: ApiResource, namespace: str) -> list[dict[str, Any]]:
         try:
             objects, _ = await api.list_objects(
                 resource, namespace, selector, f"listing the {resource.plural} of {namespace}"
             )
+        except RetriesExhausted:
+            raise
         except PermanentError:  # not allowed to list this kind: nothing of ours can be there
             return []
         return objects
 
     # One list per kind and namespace: dozens on a real cluster, so side by side.
-    pairs = [(r, ns) for r in await api.sweepable_resources() for ns in namespaces]
+    pairs = [(r, ns) for r in discovered.resources for ns in namespaces]
     answers = await asyncio.gather(*(listed(r, ns) for r, ns in pairs))
     return [
         Item(
