@@ -1,5 +1,6 @@
-"""Ownership through the whole compute flow with the kubernetes driver, against the fake Kubernetes
-API server: a namespace someone else made is refused (FAILED, neither adopted nor deleted)."""
+"""Ownership and pruning through the whole compute flow with the kubernetes driver, against the fake
+Kubernetes API server: a namespace someone else made is refused (FAILED, neither adopted nor
+deleted), and an object the instance's new configuration no longer renders goes on the next deploy."""
 
 from __future__ import annotations
 
@@ -130,3 +131,31 @@ async def test_a_namespace_made_by_someone_else_fails_the_run_and_is_neither_ado
     assert gone.status == S.NOT_DEPLOYED, gone.status_message
     assert fake_kube.get("v1", "Namespace", ns) is not None
     assert fake_kube.get("v1", "ConfigMap", "their-data", ns) is not None
+
+
+async def test_an_object_the_new_configuration_no_longer_renders_is_deleted_by_the_next_deploy(
+    runtime: Any, fake_kube: FakeKube
+) -> None:
+    # given an instance deployed with its ConfigMap named settings-a
+    instance = await _instance(runtime, "train")
+    ns = namespace_for("ml", "train", str(instance.id))
+    await compute.deploy(await _root(), str(instance.id))
+    done = await wait_status(instance.id, S.SUCCESS, S.FAILED)
+    assert done.status == S.SUCCESS, done.status_message
+    assert fake_kube.get("v1", "ConfigMap", "settings-a", ns) is not None
+    namespace = fake_kube.get("v1", "Namespace", ns)
+    assert namespace is not None
+
+    # when its configuration names it settings-b and it is deployed again
+    await compute.update_instance(
+        await _root(), str(instance.id), compute.InstanceIn(inputs=[("settingsName", "settings-b")])
+    )
+    await compute.deploy(await _root(), str(instance.id))
+    again = await wait_status(instance.id, S.SUCCESS, S.FAILED)
+
+    # then settings-a is gone, settings-b is there, and the namespace is the same one
+    assert again.status == S.SUCCESS, again.status_message
+    assert fake_kube.get("v1", "ConfigMap", "settings-a", ns) is None
+    assert fake_kube.get("v1", "ConfigMap", "settings-b", ns) is not None
+    after = fake_kube.get("v1", "Namespace", ns)
+    assert after is not None and after["metadata"]["uid"] == namespace["metadata"]["uid"]

@@ -4,15 +4,16 @@ First every object of the plan (items.py) is read: one that exists without the i
 label (someone else's, another instance's) fails the run before anything is applied, since a
 forced apply would take it over (owned.py). Then every object is applied in dependency order by
 server-side apply (PATCH application/apply-patch+yaml, fieldManager, force=true): applying again
-changes nothing, and a run that died half-way is finished by the next. Then it waits, polling
-every `poll_interval`, until namespaces are Active, claims Bound (or their storage class binds on
-first use), pods Ready and Deployments/StatefulSets rolled out, for at most `readiness_timeout`
-seconds from the start of the run: requests that ride out a transient fault (api.py) do not move
-that deadline. A pod that cannot be scheduled ("0/4 nodes are available: 4 Insufficient
-nvidia.com/gpu."), a crash-looping or failed container, a failed Job or a Deployment that cannot
-create its pods fails the run at once (PermanentError); so does the timeout, naming what it
-waited for. A namespace still terminating from a destroy is a TemporaryError. The outputs are
-rendered from the objects as the server holds them afterwards.
+changes nothing, and a run that died half-way is finished by the next. The instance's objects that
+the plan no longer has are pruned (prune.py). Then it waits, polling every `poll_interval`, until
+namespaces are Active, claims Bound (or their storage class binds on first use), pods Ready and
+Deployments/StatefulSets rolled out, for at most `readiness_timeout` seconds from the start of the
+run: requests that ride out a transient fault (api.py) do not move that deadline. A pod that cannot
+be scheduled ("0/4 nodes are available: 4 Insufficient nvidia.com/gpu."), a crash-looping or
+failed container, a failed Job or a Deployment that cannot create its pods fails the run at once
+(PermanentError); so does the timeout, naming what it waited for. A namespace still terminating
+from a destroy is a TemporaryError. The outputs are rendered from the objects as the server holds
+them afterwards.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from gpupaas.provisioning.drivers.kubernetes.items import (
     read,
 )
 from gpupaas.provisioning.drivers.kubernetes.owned import check_ownership
+from gpupaas.provisioning.drivers.kubernetes.prune import prune
 from gpupaas.provisioning.plan import PermanentError, Plan, TemporaryError
 from gpupaas.provisioning.render.problems import TemplateError
 from gpupaas.provisioning.render.rendering import render_outputs
@@ -87,6 +89,7 @@ async def _apply(
             raise TemporaryError(
                 f"{item.label} is still terminating (a destroy has not finished); try again later"
             )
+    await prune(api, plan, items, report, field_manager=field_manager)
     await report(f"Waiting for {plural(len(items), 'object')} to be ready")
     await _wait_ready(
         api, plan, items, deadline, report, readiness_timeout=readiness_timeout, poll_interval=poll_interval
