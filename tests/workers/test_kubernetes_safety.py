@@ -1,6 +1,8 @@
-"""Ownership and pruning through the whole compute flow with the kubernetes driver, against the fake
-Kubernetes API server: a namespace someone else made is refused (FAILED, neither adopted nor
-deleted), and an object the instance's new configuration no longer renders goes on the next deploy."""
+"""Ownership, pruning and faults through the whole compute flow with the kubernetes driver, against
+the fake Kubernetes API server: a namespace someone else made is refused (FAILED, neither adopted
+nor deleted), an object the instance's new configuration no longer renders goes on the next
+deploy, and an API server that fails for longer than the worker's attempts used to last is ridden
+out in one attempt."""
 
 from __future__ import annotations
 
@@ -58,7 +60,7 @@ async def runtime(db: object, settings: Settings, fake_kube: FakeKube, tmp_path:
         kubernetes_poll_seconds=0.05,
         kubernetes_readiness_timeout_seconds=10,
         kubernetes_request_timeout_seconds=5,
-        kubernetes_retry_seconds=2,
+        kubernetes_retry_seconds=30,
     )
     running = Runtime(chosen, run_worker=True)
     root = await make_user("root", platform_admin=True)
@@ -159,3 +161,20 @@ async def test_an_object_the_new_configuration_no_longer_renders_is_deleted_by_t
     assert fake_kube.get("v1", "ConfigMap", "settings-b", ns) is not None
     after = fake_kube.get("v1", "Namespace", ns)
     assert after is not None and after["metadata"]["uid"] == namespace["metadata"]["uid"]
+
+
+async def test_an_api_server_failing_longer_than_the_old_three_attempts_is_ridden_out_in_one_run(
+    runtime: Any, fake_kube: FakeKube
+) -> None:
+    # given an API server that answers every write 503 four times over (a control plane restarting)
+    instance = await _instance(runtime, "nb")
+    rule = fake_kube.inject_error("PATCH", "", 503, times=4, message="the apiserver is restarting")
+
+    await compute.deploy(await _root(), str(instance.id))
+    done = await wait_status(instance.id, S.SUCCESS, S.FAILED)
+
+    # then the run succeeds in its first attempt: the driver retried the write itself
+    assert done.status == S.SUCCESS, done.status_message
+    assert rule.hits == 4
+    run = await DeploymentRun.get(instance_id=instance.id)
+    assert run.attempts == 1
