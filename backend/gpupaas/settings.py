@@ -168,6 +168,9 @@ class Settings:
     kubernetes_crash_restarts: int = 3
     kubernetes_image_pull_grace_seconds: float = 120.0
     kubernetes_scheduling_grace_seconds: float = 300.0
+    # How long an apply or destroy retries a request that meets a transient fault (connection
+    # refused or reset, timeout, 5xx, 429): long enough to ride out a control-plane restart.
+    kubernetes_retry_seconds: float = 300.0
     run_lease_seconds: float = 30.0
     run_max_attempts: int = 3
     run_requeue_after_seconds: float = 30.0
@@ -236,6 +239,7 @@ class Settings:
             kubernetes_scheduling_grace_seconds=_float(
                 env, "GPUPAAS_KUBERNETES_SCHEDULING_GRACE_SECONDS", 300.0
             ),
+            kubernetes_retry_seconds=_float(env, "GPUPAAS_KUBERNETES_RETRY_SECONDS", 300.0),
             run_lease_seconds=_float(env, "GPUPAAS_RUN_LEASE_SECONDS", 30.0, minimum=0.1),
             run_max_attempts=_int(env, "GPUPAAS_RUN_MAX_ATTEMPTS", 3, minimum=1),
             run_requeue_after_seconds=_float(env, "GPUPAAS_RUN_REQUEUE_AFTER_SECONDS", 30.0, minimum=0.1),

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 import traceback
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -38,12 +39,13 @@ from tests.fake_kube.util import Obj
 
 
 class RequestRecord(NamedTuple):
-    """One request the server received (for assertions)."""
+    """One request the server received (for assertions), and when (time.monotonic())."""
 
     method: str
     path: str
     query: dict[str, str]
     content_type: str | None
+    at: float = 0.0
 
 
 @dataclass
@@ -85,6 +87,8 @@ class ServerState:
     error_rules: list[ErrorRule] = field(default_factory=list)
     latency_rules: list[LatencyRule] = field(default_factory=list)
     internal_errors: list[str] = field(default_factory=list)
+    # Aggregated APIs (APIServices) whose backend is down: group -> version.
+    unavailable_apis: dict[str, str] = field(default_factory=dict)
 
 
 def _json(body: Any, code: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -148,7 +152,9 @@ def create_app(state: ServerState) -> Starlette:
         path = request.url.path
         method = request.method
         query = dict(request.query_params)
-        state.requests.append(RequestRecord(method, path, query, request.headers.get("content-type")))
+        state.requests.append(
+            RequestRecord(method, path, query, request.headers.get("content-type"), time.monotonic())
+        )
         if state.token is not None and request.headers.get("authorization") != f"Bearer {state.token}":
             return _error(errors.unauthorized())
         for latency in list(state.latency_rules):
@@ -163,6 +169,9 @@ def create_app(state: ServerState) -> Starlette:
                 reason = rule.reason or errors.REASONS.get(rule.status, "InternalError")
                 message = rule.message or f"injected error: {reason}"
                 return _json(errors.status_object(rule.status, message, reason), rule.status, headers)
+        unavailable = _unavailable_api(state, method, path)
+        if unavailable is not None:
+            return unavailable
         try:
             return await _dispatch(state, request, path, method, query)
         except ApiError as error:
@@ -284,6 +293,36 @@ async def _dispatch(
         code, result = store.delete(rt, target.namespace, name, options, dry_run=dry_run)
         return _json(result, code)
     raise errors.method_not_allowed()
+
+
+def _unavailable_api(state: ServerState, method: str, path: str) -> Response | None:
+    """What kube-aggregator answers for an APIService whose backend is down: /apis still lists its
+    group (the APIService is registered) and /apis/<group> describes it, but everything under
+    /apis/<group>/<version> is 503 with the plain text "service unavailable" (no Status)."""
+    if not state.unavailable_apis:
+        return None
+    parts = [part for part in path.split("/") if part]
+    if method == "GET" and parts == ["apis"]:
+        listing = resources.api_group_list()
+        listing["groups"] += [_aggregated_group(g, v) for g, v in state.unavailable_apis.items()]
+        return _json(listing)
+    if len(parts) < 2 or parts[0] != "apis" or parts[1] not in state.unavailable_apis:
+        return None
+    if len(parts) == 2 and method == "GET":
+        group = parts[1]
+        return _json(
+            {
+                "kind": "APIGroup",
+                "apiVersion": "v1",
+                **_aggregated_group(group, state.unavailable_apis[group]),
+            }
+        )
+    return PlainTextResponse("service unavailable\n", status_code=503)
+
+
+def _aggregated_group(group: str, version: str) -> dict[str, Any]:
+    versions = [{"groupVersion": f"{group}/{version}", "version": version}]
+    return {"name": group, "versions": versions, "preferredVersion": dict(versions[0])}
 
 
 def _is_apply(request: Request) -> bool:

@@ -424,6 +424,12 @@ class FakeKube:
     def clear_errors(self) -> None:
         self.call(self.state.error_rules.clear)
 
+    def add_unavailable_api(self, group: str = "metrics.k8s.io", version: str = "v1beta1") -> None:
+        """Registers an aggregated API whose backend is down (a broken metrics-server, say): /apis
+        lists the group, and every request under /apis/<group>/<version> (its discovery too) is
+        answered 503 "service unavailable", as kube-aggregator does."""
+        self.call(self.state.unavailable_apis.__setitem__, group, version)
+
     def set_latency(self, seconds: float, *, method: str = "*", path_regex: str = "") -> None:
         """Delays every matching request by `seconds` before it is handled (0 removes it)."""
 
@@ -452,7 +458,7 @@ class FakeKube:
 
     @property
     def requests(self) -> builtins.list[RequestRecord]:
-        """Every request so far: (method, path, query, content_type)."""
+        """Every request so far: (method, path, query, content_type, at: its time.monotonic())."""
         return list(self.state.requests)
 
     def clear_requests(self) -> None:

@@ -107,6 +107,7 @@ class DriverRegistry:
                 image_pull_seconds=self.settings.kubernetes_image_pull_grace_seconds,
                 scheduling_seconds=self.settings.kubernetes_scheduling_grace_seconds,
             ),
+            retry_seconds=self.settings.kubernetes_retry_seconds,
         )
         self._kubernetes[target.id] = (target.updated_at, driver)
         return driver

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from gpupaas.provisioning.drivers.k8s_manifests.errors import api_error, status_text
+from gpupaas.provisioning.drivers.k8s_manifests.errors import (
+    Transient,
+    api_error,
+    retry_after_seconds,
+    status_text,
+    unreachable,
+)
 from gpupaas.provisioning.plan import PermanentError, TemporaryError
 
 
@@ -105,3 +112,34 @@ def test_a_body_that_is_no_status_is_quoted_shortly() -> None:
     assert status_text("x" * 600).endswith("...")
     assert status_text(None) == ""
     assert "Unauthorized" in str(api_error(401, None, "checking the cluster"))
+
+
+@pytest.mark.parametrize(("status", "transient"), [(500, True), (503, True), (429, True), (410, False)])
+def test_faults_that_go_away_by_themselves_are_transient_with_the_pause_asked_for(
+    status: int, transient: bool
+) -> None:
+    error = api_error(status, status_body(status, "X", "busy"), "applying pod nb-0", retry_after="7")
+
+    assert isinstance(error, Transient) is transient
+    if isinstance(error, Transient):
+        assert error.status == status
+        assert error.retry_after == 7.0
+
+
+def test_a_retry_after_is_seconds_or_a_date() -> None:
+    now = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+
+    assert retry_after_seconds("3") == 3.0
+    assert retry_after_seconds("Thu, 01 Jan 2026 12:00:30 GMT", now) == 30.0
+    assert retry_after_seconds("Thu, 01 Jan 2026 11:00:00 GMT", now) == 0.0
+    assert retry_after_seconds("soon") is None
+    assert retry_after_seconds(None) is None
+
+
+def test_nobody_answering_is_transient_without_a_status() -> None:
+    error = unreachable("https://10.0.0.1:6443", "Connection refused", "applying namespace nb")
+
+    assert isinstance(error, Transient) and error.status is None
+    assert str(error) == (
+        "applying namespace nb: cannot reach the Kubernetes API server at https://10.0.0.1:6443: Connection refused"
+    )

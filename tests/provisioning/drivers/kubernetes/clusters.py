@@ -155,9 +155,13 @@ def new_driver(
     poll_interval: float = 0.05,
     graces: Graces = IMMEDIATE,
     clock: Callable[[], float] = time.monotonic,
+    retry_seconds: float = 1.0,
+    retry_first_pause: float = 0.02,
 ) -> KubernetesDriver:
     """A driver for the tests. Unless a test gives it graces, it forgives nothing: the first crash,
-    pull error or unschedulable pod fails (the tests of graces give their own, and a `FakeClock`)."""
+    pull error or unschedulable pod fails (the tests of graces give their own, and a `FakeClock`).
+    Transient faults are retried for `retry_seconds`, the first pause `retry_first_pause` (the
+    settings' defaults are 300 s and 0.5 s)."""
     return KubernetesDriver(
         ClusterConnection(kubeconfig=kubeconfig),
         readiness_timeout=readiness_timeout,
@@ -165,6 +169,8 @@ def new_driver(
         poll_interval=poll_interval,
         graces=graces,
         clock=clock,
+        retry_seconds=retry_seconds,
+        retry_first_pause=retry_first_pause,
     )
 
 

@@ -129,10 +129,11 @@ async def test_a_run_that_died_half_way_is_finished_by_the_next_without_duplicat
     fake: FakeKube, driver: KubernetesDriver
 ) -> None:
     plan = make_plan()
-    fake.inject_error("PATCH", r"/resourcequotas/", 500)
+    fake.inject_error("PATCH", r"/resourcequotas/", 500, times=None)
 
-    with pytest.raises(TemporaryError, match="HTTP 500"):
+    with pytest.raises(PermanentError, match="HTTP 500"):
         await driver.apply(plan)
+    fake.clear_errors()
     applied = await driver.apply(plan)
 
     assert applied.outputs["namespace"] == ns("nb")
@@ -257,33 +258,42 @@ async def test_an_invalid_object_fails_with_the_cause(driver: KubernetesDriver) 
     assert "HTTP 422" in str(error.value)
 
 
-@pytest.mark.parametrize(
-    ("status", "kind"),
-    [
-        *[(code, TemporaryError) for code in (500, 503, 429)],
-        *[(code, PermanentError) for code in (400, 403, 404, 409)],
-    ],
-)
-async def test_server_errors_are_temporary_and_client_errors_permanent(
-    fake: FakeKube, driver: KubernetesDriver, status: int, kind: type[Exception]
-) -> None:
+@pytest.mark.parametrize("status", [500, 503, 429])
+async def test_a_server_error_is_retried(fake: FakeKube, driver: KubernetesDriver, status: int) -> None:
     fake.inject_error("PATCH", r"/limitranges/", status, message="injected for the test")
 
-    with pytest.raises(kind) as error:
+    applied = await driver.apply(make_plan())
+
+    assert applied.outputs["namespace"] == ns("nb")
+    patches = [r for r in fake.requests if r.method == "PATCH" and "/limitranges/" in r.path]
+    assert len(patches) == 2
+
+
+@pytest.mark.parametrize("status", [400, 403, 404, 409])
+async def test_a_client_error_fails_at_once(fake: FakeKube, driver: KubernetesDriver, status: int) -> None:
+    fake.inject_error("PATCH", r"/limitranges/", status, message="injected for the test")
+
+    with pytest.raises(PermanentError) as error:
         await driver.apply(make_plan())
 
     assert "applying limitrange container-defaults: " in str(error.value)
     assert "injected for the test" in str(error.value)
+    assert len([r for r in fake.requests if r.method == "PATCH" and "/limitranges/" in r.path]) == 1
 
 
-async def test_a_slow_api_server_is_a_temporary_error(fake: FakeKube, kubeconfig: str) -> None:
+async def test_a_slow_api_server_is_retried_then_fails_naming_the_timeout(
+    fake: FakeKube, kubeconfig: str
+) -> None:
     fake.set_latency(3, method="PATCH")
-    cluster = new_driver(kubeconfig, request_timeout=0.3)
+    cluster = new_driver(kubeconfig, request_timeout=0.3, retry_seconds=0.5)
     try:
-        with pytest.raises(TemporaryError, match="cannot reach the Kubernetes API server"):
+        with pytest.raises(PermanentError, match="cannot reach the Kubernetes API server") as error:
             await cluster.apply(make_plan())
     finally:
         await cluster.close()
+
+    assert "the API server kept failing for" in str(error.value)
+    assert "applying namespace " in str(error.value)
 
 
 async def test_applying_into_a_namespace_still_terminating_is_temporary(

@@ -42,11 +42,16 @@ def free_port() -> int:
         return port
 
 
-async def test_an_unreachable_api_server_is_a_temporary_error() -> None:
+async def test_an_unreachable_api_server_fails_a_run_after_its_retries_and_a_check_at_once() -> None:
     url = f"http://127.0.0.1:{free_port()}"
-    driver = KubernetesDriver(ClusterConnection(kubeconfig=kubeconfig_for(url)), request_timeout=2)
+    driver = KubernetesDriver(
+        ClusterConnection(kubeconfig=kubeconfig_for(url)),
+        request_timeout=2,
+        retry_seconds=0.3,
+        retry_first_pause=0.05,
+    )
     try:
-        with pytest.raises(TemporaryError, match=f"cannot reach the Kubernetes API server at {url}"):
+        with pytest.raises(PermanentError, match=f"cannot reach the Kubernetes API server at {url}"):
             await driver.apply(make_plan())
         with pytest.raises(TemporaryError, match="cannot reach"):
             await driver.check()

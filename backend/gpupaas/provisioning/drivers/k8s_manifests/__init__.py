@@ -7,8 +7,10 @@ dicts (objects as the API serves them), so it can be tested by building objects 
   namespace they default to, the labels they must carry, pod templates stamped with them.
 - api.py: discovery (an APIResourceList -> `ApiResource`: kind -> plural, namespaced, verbs) and
   server-side apply, get, delete, list and watch as plain `Request`s the driver sends.
-- errors.py: a Kubernetes Status -> PermanentError or TemporaryError with a message a person can
-  act on.
+- errors.py: a Kubernetes Status -> PermanentError or TemporaryError (Transient: retried) with a
+  message a person can act on.
+- ownership.py: whose an object is (the owner label; who applied it), and the refusal to take
+  over what is not the instance's.
 - pods.py: why a pod failed or cannot be scheduled, which pods count, which belong to a
   Deployment's current rollout.
 - readiness.py: whether a Namespace, PersistentVolumeClaim, Pod, Deployment, StatefulSet or Job is

@@ -167,15 +167,25 @@ def get_request(resource: ApiResource, name: str, namespace: str | None) -> Requ
 
 
 def delete_request(
-    resource: ApiResource, name: str, namespace: str | None, *, propagation: str = "Foreground"
+    resource: ApiResource,
+    name: str,
+    namespace: str | None,
+    *,
+    propagation: str = "Foreground",
+    uid: str | None = None,
 ) -> Request:
     """DELETE with DeleteOptions: Foreground waits for the dependents (a Deployment's ReplicaSets and
-    pods) before the object itself goes, so "gone" means everything under it is gone too."""
+    pods) before the object itself goes, so "gone" means everything under it is gone too. `uid`:
+    only the object with this uid (the one that was read) is deleted; another made since under
+    the same name is answered 409 Conflict and stays."""
+    body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation}
+    if uid:
+        body["preconditions"] = {"uid": uid}
     return Request(
         method="DELETE",
         path=resource.path(name, namespace),
         content_type="application/json",
-        body={"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation},
+        body=body,
     )
 
 

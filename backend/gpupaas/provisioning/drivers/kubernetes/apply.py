@@ -1,12 +1,16 @@
 """Applying a plan to the cluster and waiting until it is ready.
 
-Every object of the plan (items.py) is applied in dependency order by server-side apply (PATCH
-application/apply-patch+yaml, fieldManager, force=true): applying again changes nothing, and a run
-that died half-way is finished by the next. Then it waits, polling every `poll_interval`, until
+First every object of the plan (items.py) is read: one that exists without the instance's owner
+label (someone else's, another instance's) fails the run before anything is applied, since a
+forced apply would take it over (owned.py). Then every object is applied in dependency order by
+server-side apply (PATCH application/apply-patch+yaml, fieldManager, force=true): applying again
+changes nothing, and a run that died half-way is finished by the next. The instance's objects that
+the plan no longer has are pruned (prune.py). Then it waits, polling every `poll_interval`, until
 namespaces are Active, claims Bound (or their storage class binds on first use), pods Ready,
 Deployments/StatefulSets rolled out and LoadBalancer Services given an address, for at most
-`readiness_timeout` seconds (on `clock`) from the start of the run; the timeout fails the run
-naming what it waited for. A namespace still terminating from a destroy is a TemporaryError.
+`readiness_timeout` seconds (on `clock`) from the start of the run; requests that ride out a
+transient fault (api.py) do not move that deadline, and the timeout fails the run naming what it
+waited for. A namespace still terminating from a destroy is a TemporaryError.
 
 Readiness tells the truth (k8s_manifests/readiness.py, pods.py):
 - A Deployment's or StatefulSet's status is believed only once `observedGeneration` has caught
@@ -48,7 +52,9 @@ from gpupaas.provisioning.drivers.kubernetes.items import (
     plan_items,
     read,
 )
+from gpupaas.provisioning.drivers.kubernetes.owned import check_ownership
 from gpupaas.provisioning.drivers.kubernetes.pods import plan_pods
+from gpupaas.provisioning.drivers.kubernetes.prune import prune
 from gpupaas.provisioning.plan import PermanentError, Plan, TemporaryError
 from gpupaas.provisioning.render.problems import TemplateError
 from gpupaas.provisioning.render.rendering import render_outputs
@@ -71,7 +77,35 @@ async def apply_plan(
     """Applies the plan and waits until it is ready (see the module's docstring); the outputs
     rendered from the objects as the server holds them, and the objects applied."""
     deadline = clock() + readiness_timeout
+    # The retries' deadline is the same moment on the monotonic clock they sleep by.
+    with api.patient(time.monotonic() + readiness_timeout):
+        return await _apply(
+            api,
+            plan,
+            report,
+            deadline,
+            field_manager=field_manager,
+            readiness_timeout=readiness_timeout,
+            poll_interval=poll_interval,
+            graces=graces,
+            clock=clock,
+        )
+
+
+async def _apply(
+    api: KubeApi,
+    plan: Plan,
+    report: Progress,
+    deadline: float,
+    *,
+    field_manager: str,
+    readiness_timeout: float,
+    poll_interval: float,
+    graces: Graces | None,
+    clock: Callable[[], float],
+) -> Applied:
     items = await plan_items(api, plan, strict=True)
+    await check_ownership(api, plan, items)
     await report(f"Applying {plural(len(items), 'object')}")
     for item in items:
         request = apply_request(item.manifest, item.resource, field_manager=field_manager, force=True)
@@ -80,6 +114,7 @@ async def apply_plan(
             raise TemporaryError(
                 f"{item.label} is still terminating (a destroy has not finished); try again later"
             )
+    await prune(api, plan, items, report, field_manager=field_manager)
     await report(f"Waiting for {plural(len(items), 'object')} to be ready")
     await _wait_ready(
         api,

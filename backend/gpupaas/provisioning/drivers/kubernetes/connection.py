@@ -25,7 +25,7 @@ import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import urllib3
 import yaml
@@ -37,7 +37,7 @@ from kubernetes.config.config_exception import ConfigException
 from gpupaas.provisioning.drivers.k8s_manifests.api import Request
 from gpupaas.provisioning.plan import PermanentError, TemporaryError
 
-__all__ = ["ClusterConnection", "HttpError", "Transport", "Unreachable", "WatchStream"]
+__all__ = ["ClusterConnection", "HttpError", "Reply", "Transport", "Unreachable", "WatchStream"]
 
 T = TypeVar("T")
 
@@ -50,6 +50,15 @@ class ClusterConnection:
     kubeconfig: str | None = field(repr=False)  # holds credentials: kept out of repr()
     in_cluster: bool = False
     context: str | None = None
+
+
+class Reply(NamedTuple):
+    """An answer of the API server: its status, its body, and its Retry-After header (None when
+    it has none), which says how long to wait before asking again (429, some 5xx)."""
+
+    status: int
+    body: bytes
+    retry_after: str | None = None
 
 
 class HttpError(Exception):
@@ -200,14 +209,15 @@ class Transport:
         except (urllib3.exceptions.HTTPError, OSError) as error:
             raise Unreachable(_transport_detail(error)) from None
 
-    def send(self, request: Request) -> tuple[int, bytes]:
-        """Sends the request and reads the answer: its status and body."""
+    def send(self, request: Request) -> Reply:
+        """Sends the request and reads the answer."""
         response = self.open(request, self.request_timeout)
         try:
             data: bytes = response.read() or b""
         except (urllib3.exceptions.HTTPError, OSError) as error:
             raise Unreachable(_transport_detail(error)) from None
-        return int(response.status), data
+        retry_after = response.headers.get("Retry-After")
+        return Reply(int(response.status), data, str(retry_after) if retry_after is not None else None)
 
     def read_watch(
         self,

@@ -1,9 +1,15 @@
 """Destroying what a plan applied, and waiting until it is gone.
 
-Deletes the plan's objects in reverse order (foreground propagation: dependents first), then
-anything else labelled gpupaas.io/instance=<id> in the plan's namespaces (every namespaced kind
-discovery lists that can be listed and deleted), then the plan's namespaces, and waits until all
-of it is gone (a namespace may be Terminating for a while). 404 is fine: it is idempotent.
+Deletes only what carries the instance's owner label: the plan's objects are read first, and one
+that exists without the label (a namespace someone made beforehand, another instance's object) is
+left alone and named in the progress. Then, in reverse order (foreground propagation: dependents
+first), the plan's objects; anything else labelled with the instance in the plan's namespaces
+(every namespaced kind discovery lists that can be listed and deleted) and the namespaces labelled
+with it; then the plan's namespaces; and waits until all of it is gone (a namespace may be
+Terminating for a while). Each delete names the uid that was read, so that an object made since
+under the same name is not deleted. A discovery group that does not answer (a broken aggregated
+API) does not stop the sweep: its kinds are skipped, and named in the progress. 404 is fine: it is
+idempotent. Requests ride out transient faults within the run's deadline (api.py).
 """
 
 from __future__ import annotations
@@ -14,9 +20,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gpupaas.provisioning.drivers.base import Progress
-from gpupaas.provisioning.drivers.k8s_manifests.api import ApiResource, delete_request
-from gpupaas.provisioning.drivers.kubernetes.api import KubeApi
-from gpupaas.provisioning.drivers.kubernetes.items import Item, plan_items, read
+from gpupaas.provisioning.drivers.k8s_manifests.ownership import located, owned_by
+from gpupaas.provisioning.drivers.kubernetes.api import NAMESPACES, KubeApi
+from gpupaas.provisioning.drivers.kubernetes.items import plan_items, read
+from gpupaas.provisioning.drivers.kubernetes.owned import (
+    Found,
+    delete_found,
+    find_owned,
+    found_on_server,
+    uid_of,
+)
 from gpupaas.provisioning.plan import PermanentError, Plan
 from gpupaas.provisioning.wording import plural
 
@@ -29,22 +42,62 @@ async def destroy_plan(
     """Deletes what the plan applied and what else is labelled with its instance, and waits until
     all of it is gone (see the module's docstring)."""
     deadline = time.monotonic() + readiness_timeout
+    with api.patient(deadline):
+        await _destroy(
+            api, plan, report, deadline, readiness_timeout=readiness_timeout, poll_interval=poll_interval
+        )
+
+
+async def _destroy(
+    api: KubeApi,
+    plan: Plan,
+    report: Progress,
+    deadline: float,
+    *,
+    readiness_timeout: float,
+    poll_interval: float,
+) -> None:
     items = await plan_items(api, plan, strict=False)
-    namespaces = [item for item in items if item.kind == "Namespace"]
-    others = [item for item in items if item.kind != "Namespace"]
-    await report(f"Deleting {plural(len(items), 'object')}")
-    for item in reversed(others):
-        await _delete(api, item)
+    existing = await found_on_server(api, items)
+    foreign = [found for found in existing if not owned_by(found.obj, plan.instance_id, plan.owner_label)]
+    ours = [found for found in existing if owned_by(found.obj, plan.instance_id, plan.owner_label)]
+    if foreign:
+        await report(
+            "Leaving alone what gpupaas did not create for this instance: "
+            + "; ".join(located(found.obj) for found in foreign)
+        )
+    namespaces = [found for found in ours if found.item.kind == "Namespace"]
+    others = [found for found in ours if found.item.kind != "Namespace"]
+    await report(f"Deleting {plural(len(ours), 'object')}")
+    for found in reversed(others):
+        await delete_found(api, found)
     # What the plan does not name: an older template's objects, what controllers made. Before
     # the namespace goes, so that the namespace's deletion has nothing of ours left to wait for.
-    spaces = sorted({plan.namespace} | {item.namespace for item in others if item.namespace})
-    leftovers = await _leftovers(api, plan, spaces)
-    for item in leftovers:
-        await _delete(api, item)
-    for item in namespaces:
-        await _delete(api, item)
-    if namespaces:
-        await report(f"Waiting for namespace {', '.join(item.name for item in namespaces)} to terminate")
+    spaces = {plan.namespace} | {item.namespace for item in items if item.namespace}
+    owned = await find_owned(
+        api,
+        plan,
+        spaces,
+        cluster_resources=[NAMESPACES],
+        needed={item.resource.group_version for item in items},
+    )
+    if owned.skipped:
+        await report("Could not look for leftovers of " + "; ".join(owned.skipped))
+    named = {(found.item.resource.path(found.item.name, found.item.namespace)) for found in ours}
+    leftovers = [
+        found
+        for found in owned.found
+        if found.item.resource.path(found.item.name, found.item.namespace) not in named
+    ]
+    for found in sorted(leftovers, key=lambda found: found.item.kind == "Namespace"):
+        await delete_found(api, found)
+    for found in namespaces:
+        await delete_found(api, found)
+    gone_namespaces = [found for found in [*namespaces, *leftovers] if found.item.kind == "Namespace"]
+    if gone_namespaces:
+        await report(
+            f"Waiting for namespace {', '.join(found.item.name for found in gone_namespaces)} to terminate"
+        )
     await _wait_gone(
         api,
         [*others, *leftovers, *namespaces],
@@ -54,68 +107,28 @@ async def destroy_plan(
     )
 
 
-async def _delete(api: KubeApi, item: Item) -> None:
-    try:
-        await api.call(
-            delete_request(item.resource, item.name, item.namespace),
-            f"deleting {item.label}",
-            missing_ok=True,
-        )
-    except PermanentError as error:
-        # 409: already being deleted with other options, which is as good.
-        if "HTTP 409" not in str(error):
-            raise
-
-
-async def _leftovers(api: KubeApi, plan: Plan, namespaces: Sequence[str]) -> list[Item]:
-    """The objects labelled with the instance in its namespaces (every namespaced kind that can
-    be listed and deleted), but those already being deleted."""
-    selector = f"{plan.owner_label}={plan.instance_id}"
-
-    async def listed(resource: ApiResource, namespace: str) -> list[dict[str, Any]]:
-        try:
-            objects, _ = await api.list_objects(
-                resource, namespace, selector, f"listing the {resource.plural} of {namespace}"
-            )
-        except PermanentError:  # not allowed to list this kind: nothing of ours can be there
-            return []
-        return objects
-
-    # One list per kind and namespace: dozens on a real cluster, so side by side.
-    pairs = [(r, ns) for r in await api.sweepable_resources() for ns in namespaces]
-    answers = await asyncio.gather(*(listed(r, ns) for r, ns in pairs))
-    return [
-        Item(
-            {
-                "apiVersion": resource.group_version,
-                "kind": resource.kind,
-                "metadata": {"name": obj["metadata"]["name"], "namespace": namespace},
-            },
-            resource,
-        )
-        for (resource, namespace), objects in zip(pairs, answers, strict=True)
-        for obj in objects
-        if not (obj.get("metadata") or {}).get("deletionTimestamp")
-    ]
-
-
 async def _wait_gone(
-    api: KubeApi, items: Sequence[Item], deadline: float, *, readiness_timeout: float, poll_interval: float
+    api: KubeApi, deleted: Sequence[Found], deadline: float, *, readiness_timeout: float, poll_interval: float
 ) -> None:
-    remaining_items = list(items)
+    """Until every deleted object is gone: not there, or there under another uid (made since)."""
+    remaining = list(deleted)
     while True:
-        objects = await read(api, remaining_items)
-        left = [(item, obj) for item, obj in zip(remaining_items, objects, strict=True) if obj is not None]
+        objects = await read(api, [found.item for found in remaining])
+        left = [
+            (found, obj)
+            for found, obj in zip(remaining, objects, strict=True)
+            if obj is not None and uid_of(obj) == found.uid
+        ]
         if not left:
             return
-        remaining_items = [item for item, _ in left]
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
+        remaining = [found for found, _ in left]
+        time_left = deadline - time.monotonic()
+        if time_left <= 0:
             raise PermanentError(
                 f"still there {readiness_timeout:g} s after it was deleted: "
-                + "; ".join(_terminating(item.label, obj) for item, obj in left[:3])
+                + "; ".join(_terminating(found.item.label, obj) for found, obj in left[:3])
             )
-        await asyncio.sleep(min(poll_interval, remaining))
+        await asyncio.sleep(min(poll_interval, time_left))
 
 
 def _terminating(label: str, obj: Mapping[str, Any]) -> str:

@@ -43,6 +43,8 @@ class KubernetesDriver:
         poll_interval: float = 1.0,
         graces: Graces | None = None,
         clock: Callable[[], float] = time.monotonic,
+        retry_seconds: float = 300,
+        retry_first_pause: float = 0.5,
     ) -> None:
         """`graces`: how long what usually passes by itself (a crash the kubelet restarts, an
         image pull it retries, a pod waiting for a node) is waited for before it fails a run or,
@@ -59,9 +61,12 @@ class KubernetesDriver:
             ("readiness_timeout", readiness_timeout),
             ("request_timeout", request_timeout),
             ("poll_interval", poll_interval),
+            ("retry_first_pause", retry_first_pause),
         ):
             if not value > 0:
                 raise ValueError(f"{name} must be more than 0, not {value}")
+        if not retry_seconds >= 0:
+            raise ValueError(f"retry_seconds must be 0 or more, not {retry_seconds}")
         if not field_manager:
             raise ValueError("field_manager must not be empty")
         self.connection = connection
@@ -71,7 +76,13 @@ class KubernetesDriver:
         self.poll_interval = float(poll_interval)
         self.graces = graces
         self.clock = clock
-        self._api = KubeApi(Transport(connection, request_timeout=self.request_timeout))
+        # How long an apply or destroy retries a request that meets a transient fault (api.py).
+        self.retry_seconds = float(retry_seconds)
+        self._api = KubeApi(
+            Transport(connection, request_timeout=self.request_timeout),
+            retry_seconds=self.retry_seconds,
+            first_pause=float(retry_first_pause),
+        )
 
     async def apply(self, plan: Plan, progress: Progress | None = None) -> Applied:
         return await apply_plan(
