@@ -327,7 +327,10 @@ HOLDER = {
 async def test_pods_the_quota_refuses_are_made_once_the_quota_frees(
     fake: FakeKube, patient: KubernetesDriver, clock: FakeClock
 ) -> None:
-    fake.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns("nb")}})
+    plan = notebook_plan()
+    # the instance's namespace, made by an earlier run (its label), with a quota the platform set
+    labels = {plan.owner_label: plan.instance_id}
+    fake.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns("nb"), "labels": labels}})
     fake.create(QUOTA)
     await asyncio.to_thread(
         fake.wait_for,
@@ -335,7 +338,7 @@ async def test_pods_the_quota_refuses_are_made_once_the_quota_frees(
     )
     fake.create(HOLDER)  # another workload holds the namespace's only GPU
     progress = Recorder()
-    run = asyncio.create_task(patient.apply(notebook_plan(), progress))
+    run = asyncio.create_task(patient.apply(plan, progress))
 
     message = await said(progress, "Waiting for quota for deployment jupyter")
     assert "exceeded quota: gpus" in message
