@@ -29,6 +29,7 @@ from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from tests.fake_kube import errors, resources
+from tests.fake_kube.authz import Attributes, Authorization, User, request_attributes
 from tests.fake_kube.controllers import Controllers
 from tests.fake_kube.errors import ApiError
 from tests.fake_kube.resources import ResourceType
@@ -85,6 +86,10 @@ class ServerState:
     error_rules: list[ErrorRule] = field(default_factory=list)
     latency_rules: list[LatencyRule] = field(default_factory=list)
     internal_errors: list[str] = field(default_factory=list)
+    authz: Authorization = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.authz = Authorization(self.store, self.token)
 
 
 def _json(body: Any, code: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -149,11 +154,17 @@ def create_app(state: ServerState) -> Starlette:
         method = request.method
         query = dict(request.query_params)
         state.requests.append(RequestRecord(method, path, query, request.headers.get("content-type")))
-        if state.token is not None and request.headers.get("authorization") != f"Bearer {state.token}":
+        user = state.authz.authenticate(request.headers.get("authorization"))
+        if user is None:
             return _error(errors.unauthorized())
         for latency in list(state.latency_rules):
             if latency.matches(method, path):
                 await asyncio.sleep(latency.seconds)
+        attributes = request_attributes(method, path, query)
+        try:
+            state.authz.authorize(user, attributes)
+        except ApiError as error:
+            return _error(error)
         for rule in state.error_rules:
             if rule.matches(method, path):
                 rule.hits += 1
@@ -164,7 +175,7 @@ def create_app(state: ServerState) -> Starlette:
                 message = rule.message or f"injected error: {reason}"
                 return _json(errors.status_object(rule.status, message, reason), rule.status, headers)
         try:
-            return await _dispatch(state, request, path, method, query)
+            return await _dispatch(state, request, path, method, query, user, attributes)
         except ApiError as error:
             return _error(error)
         except Exception as error:
@@ -178,7 +189,13 @@ def create_app(state: ServerState) -> Starlette:
 
 
 async def _dispatch(
-    state: ServerState, request: Request, path: str, method: str, query: dict[str, str]
+    state: ServerState,
+    request: Request,
+    path: str,
+    method: str,
+    query: dict[str, str],
+    user: User,
+    attributes: Attributes,
 ) -> Response:
     parts = [part for part in path.split("/") if part]
     if method == "GET":
@@ -190,6 +207,11 @@ async def _dispatch(
         raise errors.not_found_path(path)
     store = state.store
     rt = target.rt
+    if rt.create_only:
+        if method != "POST" or target.name is not None:
+            raise errors.method_not_allowed()
+        return _json(state.authz.review(user, rt, await _body(request)), 201)
+    acting = state.authz.acting(user, attributes)  # around the store's writes, with no await inside
     dry_run = query.get("dryRun") == "All"
     manager = query.get("fieldManager")
     if manager is not None and len(manager) > 128:
@@ -218,9 +240,10 @@ async def _dispatch(
             if rt.namespaced and target.namespace is None:
                 raise errors.not_found_path(path)
             body = await _body(request)
-            created = store.create(
-                rt, target.namespace, body, manager=manager or default_manager, dry_run=dry_run
-            )
+            with acting:
+                created = store.create(
+                    rt, target.namespace, body, manager=manager or default_manager, dry_run=dry_run
+                )
             return _json(created, 201)
         if method == "DELETE":
             options = await _delete_options(request, query)
@@ -252,8 +275,8 @@ async def _dispatch(
         raise errors.method_not_allowed()
     if method == "PUT":
         body = await _body(request)
-        return _json(
-            store.replace(
+        with acting:
+            replaced = store.replace(
                 rt,
                 target.namespace,
                 name,
@@ -262,20 +285,21 @@ async def _dispatch(
                 subresource=sub,
                 dry_run=dry_run,
             )
-        )
+        return _json(replaced)
     if method == "PATCH":
         raw = await request.body()
-        code, result = store.patch(
-            rt,
-            target.namespace,
-            name,
-            raw,
-            request.headers.get("content-type") or "",
-            manager=manager if manager is not None or _is_apply(request) else default_manager,
-            force=_flag(query.get("force")),
-            subresource=sub,
-            dry_run=dry_run,
-        )
+        with acting:
+            code, result = store.patch(
+                rt,
+                target.namespace,
+                name,
+                raw,
+                request.headers.get("content-type") or "",
+                manager=manager if manager is not None or _is_apply(request) else default_manager,
+                force=_flag(query.get("force")),
+                subresource=sub,
+                dry_run=dry_run,
+            )
         return _json(result, code)
     if method == "DELETE":
         if sub:

@@ -31,6 +31,7 @@ class ResourceType:
     has_status: bool = False  # a status subresource: the main resource ignores status writes
     generation: bool = False  # the server keeps metadata.generation (bumped on spec changes)
     read_only: bool = False  # only get, list and watch (Nodes: the test sets the inventory)
+    create_only: bool = False  # nothing is stored: a POST answers the evaluated object (reviews)
     subresources: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
@@ -54,6 +55,8 @@ class ResourceType:
 
     @property
     def verbs(self) -> tuple[str, ...]:
+        if self.create_only:
+            return ("create",)
         return READ_VERBS if self.read_only else ALL_VERBS
 
     @property
@@ -162,6 +165,24 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         "clusterrolebindings",
         "clusterrolebinding",
         False,
+    ),
+    ResourceType(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectAccessReview",
+        "selfsubjectaccessreviews",
+        "selfsubjectaccessreview",
+        False,
+        create_only=True,
+    ),
+    ResourceType(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectRulesReview",
+        "selfsubjectrulesreviews",
+        "selfsubjectrulesreview",
+        False,
+        create_only=True,
     ),
     ResourceType(
         "networking.k8s.io",

@@ -15,6 +15,9 @@ from tests.fake_kube.store.watch import Watcher, WatchEvent
 from tests.fake_kube.util import Obj, deep, get_path
 
 Listener = Callable[[ResourceType, str, Obj, Obj | None], None]
+# Called with ("create" or "update", the kind, the new object, the old one) before a write through
+# the API is admitted; raises an ApiError to refuse it (the authorization's checks of writes).
+WriteGuard = Callable[[str, ResourceType, Obj, Obj | None], None]
 
 
 def _key(obj: Obj) -> tuple[str, str]:
@@ -43,6 +46,7 @@ class StoreState:
         self.compacted_rv = 0
         self.watchers: set[Watcher] = set()
         self.listeners: list[Listener] = []
+        self.guards: list[WriteGuard] = []
         self.node_ports: set[int] = set()
         self._next_ip = 10
         self.problems: list[str] = []  # schema violations in objects the fake wrote itself
@@ -139,6 +143,10 @@ class StoreState:
             )
         except selectors.SelectorError as error:
             raise errors.bad_request(str(error)) from error
+
+    def _guard(self, operation: str, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
+        for guard in self.guards:
+            guard(operation, rt, obj, old)
 
     # Committing ------------------------------------------------------------------------------
 
