@@ -28,7 +28,7 @@ import yaml
 from kubernetes import client
 
 from tests.fake_kube.app import ErrorRule, LatencyRule, RequestRecord, ServerState, create_app
-from tests.fake_kube.authz import bootstrap_objects
+from tests.fake_kube.authz import Denial, bootstrap_objects
 from tests.fake_kube.authz.identity import (
     SERVICE_ACCOUNT_NAME_ANNOTATION,
     SERVICE_ACCOUNT_TOKEN_TYPE,
@@ -452,6 +452,11 @@ class FakeKube:
     def requests(self) -> builtins.list[RequestRecord]:
         """Every request so far: (method, path, query, content_type)."""
         return list(self.state.requests)
+
+    @property
+    def denials(self) -> builtins.list[Denial]:
+        """Every request refused by authorization so far (403; see tests/fake_kube/authz)."""
+        return self.call(lambda: builtins.list(self.state.authz.denials))
 
     def clear_requests(self) -> None:
         self.call(self.state.requests.clear)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Iterator
+from typing import NoReturn
 
 from tests.fake_kube.authz.attributes import Attributes, request_attributes
 from tests.fake_kube.authz.identity import ADMIN, Authenticator, User, service_account_user
@@ -33,11 +34,22 @@ __all__ = [
     "Attributes",
     "Authorization",
     "Decision",
+    "Denial",
     "User",
     "bootstrap_objects",
     "request_attributes",
     "service_account_user",
 ]
+
+
+@dataclasses.dataclass(frozen=True)
+class Denial:
+    """A request the server refused (403, or the 404 of a binding's missing role)."""
+
+    user: str
+    attributes: Attributes
+    code: int
+    message: str
 
 
 class Authorization:
@@ -48,6 +60,7 @@ class Authorization:
         self.authenticator = Authenticator(store, admin_token)
         self.rbac = Rbac(store)
         self._acting: tuple[User, Attributes] | None = None
+        self.denials: list[Denial] = []  # every request refused with 403, for assertions
         store.guards.append(self._guard)
 
     def authenticate(self, authorization_header: str | None) -> User | None:
@@ -57,7 +70,7 @@ class Authorization:
         """Raises the 403 of a request the user may not make."""
         decision = self.rbac.authorize(user, attributes)
         if not decision.allowed:
-            raise forbidden(user, attributes, decision.reason)
+            self._denied(user, attributes, forbidden(user, attributes, decision.reason))
 
     @contextlib.contextmanager
     def acting(self, user: User, attributes: Attributes) -> Iterator[None]:
@@ -88,7 +101,15 @@ class Authorization:
                 details: Obj = {"name": name, "kind": rt.plural}
                 if rt.group:
                     details["group"] = rt.group
-                raise ApiError(
+                refusal = ApiError(
                     403, f'{rt.qualified} "{name}" is forbidden: {decision.reason}', "Forbidden", details
                 )
-        self.rbac.check_write(user, rt, obj, old)
+                self._denied(user, create, refusal)
+        try:
+            self.rbac.check_write(user, rt, obj, old)
+        except ApiError as refusal:
+            self._denied(user, attributes, refusal)
+
+    def _denied(self, user: User, attributes: Attributes, refusal: ApiError) -> NoReturn:
+        self.denials.append(Denial(user.name, attributes, refusal.code, refusal.message))
+        raise refusal
