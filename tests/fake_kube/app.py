@@ -234,6 +234,8 @@ async def _dispatch(
                     query.get("fieldSelector"),
                     limit,
                     query.get("continue"),
+                    query.get("resourceVersion"),
+                    query.get("resourceVersionMatch"),
                 )
             )
         if method == "POST":
