@@ -126,6 +126,7 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     _core("Secret", "secrets"),
     _core("ServiceAccount", "serviceaccounts", short_names=("sa",)),
     _core("PersistentVolumeClaim", "persistentvolumeclaims", short_names=("pvc",), has_status=True),
+    _core("PersistentVolume", "persistentvolumes", namespaced=False, short_names=("pv",), has_status=True),
     _core("ResourceQuota", "resourcequotas", short_names=("quota",), has_status=True),
     _core("LimitRange", "limitranges", short_names=("limits",)),
     _core("Event", "events", short_names=("ev",)),
@@ -148,12 +149,38 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         subresources=(("scale", ("get", "patch", "update")),),
     ),
     _apps(
+        "DaemonSet",
+        "daemonsets",
+        short_names=("ds",),
+        categories=("all",),
+        has_status=True,
+        generation=True,
+    ),
+    _apps(
         "ReplicaSet",
         "replicasets",
         short_names=("rs",),
         categories=("all",),
         has_status=True,
         generation=True,
+    ),
+    ResourceType(
+        "batch", "v1", "Job", "jobs", "job", True, categories=("all",), has_status=True, generation=True
+    ),
+    ResourceType(
+        "batch",
+        "v1",
+        "CronJob",
+        "cronjobs",
+        "cronjob",
+        True,
+        short_names=("cj",),
+        categories=("all",),
+        has_status=True,
+        generation=True,
+    ),
+    ResourceType(
+        "storage.k8s.io", "v1", "StorageClass", "storageclasses", "storageclass", False, short_names=("sc",)
     ),
     ResourceType("rbac.authorization.k8s.io", "v1", "Role", "roles", "role", True),
     ResourceType("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", "rolebinding", True),

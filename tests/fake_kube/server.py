@@ -35,6 +35,7 @@ from tests.fake_kube.authz.identity import (
     User,
 )
 from tests.fake_kube.controllers import DEFAULT_NODES, Controllers
+from tests.fake_kube.registry_storage import STANDARD_CLASS
 from tests.fake_kube.resources import resource_for
 from tests.fake_kube.store import Store
 from tests.fake_kube.util import Obj, deep, get_path
@@ -132,9 +133,9 @@ class FakeKube:
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
                 manager="kube-apiserver",
             )
-        for obj in bootstrap_objects():
+        for obj in [STANDARD_CLASS, *bootstrap_objects()]:
             rt = resource_for(obj["apiVersion"], obj["kind"])
-            self.store.create(rt, None, obj, manager="kube-apiserver")
+            self.store.create(rt, None, deep(obj), manager="kube-apiserver")
         self.controllers.set_nodes([deep(n) for n in DEFAULT_NODES])
 
     async def _serve(self, sock: socket.socket, started: Callable[[], None]) -> None:
@@ -394,6 +395,15 @@ class FakeKube:
     def make_unschedulable(self, namespace: str, name: str, message: str | None = None) -> Obj:
         """Keeps the pod Pending with PodScheduled=False (reason Unschedulable, this message)."""
         return self.call(self.controllers.make_unschedulable, namespace, name, message)
+
+    def complete_pod(self, namespace: str, name: str, exit_code: int = 0) -> Obj:
+        """The running pod's containers exit with `exit_code`: 0 -> Succeeded; otherwise Failed
+        (restartPolicy Never) or restarted (OnFailure, Always). How a Job's pods end."""
+        return self.call(self.controllers.complete_pod, namespace, name, exit_code)
+
+    def set_job_pod_seconds(self, seconds: float | None) -> None:
+        """Job pods succeed this long after they run (None, the default: when complete_pod says)."""
+        self.call(setattr, self.controllers, "job_pod_seconds", seconds)
 
     def set_pod_log(self, namespace: str, name: str, text: str) -> None:
         self.call(self.controllers.pod_logs.__setitem__, (namespace, name), text)
