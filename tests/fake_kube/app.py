@@ -1,6 +1,7 @@
 """The HTTP face of the fake Kubernetes API server: a Starlette app with the API's URL layout.
 
-/version, /api, /api/v1, /apis, /apis/{group}, /apis/{group}/{version} for discovery; then
+/version, /api, /api/v1, /apis, /apis/{group}, /apis/{group}/{version} for discovery, /openapi/v3
+for the OpenAPI documents (openapi.py); then
 /api/v1/... and /apis/{group}/{version}/... with `namespaces/{ns}/` for namespaced kinds:
 collections (GET list or watch, POST create, DELETE deletecollection), objects (GET, PUT, PATCH,
 DELETE) and the subresources status, scale, finalize and log. Answers are JSON; errors are
@@ -28,7 +29,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from tests.fake_kube import errors, resources
+from tests.fake_kube import errors, openapi, resources
 from tests.fake_kube.authz import Attributes, Authorization, User, request_attributes
 from tests.fake_kube.controllers import Controllers
 from tests.fake_kube.errors import ApiError
@@ -342,6 +343,14 @@ def _discovery(parts: list[str], request: Request) -> Response | None:
         if listing is None:
             raise errors.not_found_path("/" + "/".join(parts))
         return _json(listing)
+    if parts == ["openapi", "v3"]:
+        return _json(openapi.discovery())
+    if parts[:2] == ["openapi", "v3"]:
+        text = openapi.document("/".join(parts[2:]))
+        if text is not None:
+            return Response(
+                text, media_type="application/json", headers={"Cache-Control": "public, immutable"}
+            )
     if parts and parts[0] == "openapi":
         raise errors.not_found_path("/" + "/".join(parts))
     return None
