@@ -252,23 +252,51 @@ async def test_a_role_that_grants_more_than_the_worker_holds_is_refused(
     assert [(d.code, d.attributes.namespace) for d in refused] == [(403, ns("nb"))]
 
 
-async def test_the_check_names_the_permission_a_reduced_role_lacks(
-    fake: FakeKube, worker_kubeconfig: str, tmp_path: Path
-) -> None:
+def reduced_role(tmp_path: Path, *dropped: tuple[str, str]) -> Path:
+    """The worker's ClusterRole without these (resource, verb) pairs."""
     documents = [d for d in yaml.safe_load_all(WORKER_RBAC.read_text(encoding="utf-8")) if d]
     [role] = [d for d in documents if d["kind"] == "ClusterRole"]
-    role["rules"] = [r for r in role["rules"] if "nodes" not in r.get("resources", [])]
-    reduced = tmp_path / "reduced.yaml"
-    reduced.write_text(yaml.safe_dump(role), encoding="utf-8")
-    fake.load_rbac(reduced)
+    rules = []
+    for rule in role["rules"]:
+        for resource in rule.get("resources", []):
+            verbs = [v for v in rule["verbs"] if (resource, v) not in dropped]
+            if verbs:
+                rules.append({**rule, "resources": [resource], "verbs": verbs})
+    role["rules"] = rules
+    path = tmp_path / "reduced.yaml"
+    path.write_text(yaml.safe_dump(role), encoding="utf-8")
+    return path
+
+
+async def check_error(worker_kubeconfig: str) -> str:
     driver = new_driver(worker_kubeconfig)
     try:
         with pytest.raises(PermanentError) as error:
             await driver.check()
     finally:
         await driver.close()
+    return str(error.value)
 
-    assert str(error.value) == (
+
+async def test_the_check_names_every_permission_a_reduced_role_lacks(
+    fake: FakeKube, worker_kubeconfig: str, tmp_path: Path
+) -> None:
+    fake.load_rbac(reduced_role(tmp_path, ("nodes", "list"), ("pods", "watch"), ("deployments", "patch")))
+
+    assert await check_error(worker_kubeconfig) == (
+        "the kubeconfig's user may not list nodes (the cluster check); watch pods (the drift watch); patch "
+        "deployments.apps (GPU services) in every namespace; grant them (RBAC), as "
+        "infra/rbac/gpupaas-worker.yaml does"
+    )
+
+
+async def test_without_access_reviews_the_check_reports_the_refused_request(
+    fake: FakeKube, worker_kubeconfig: str, tmp_path: Path
+) -> None:
+    fake.load_rbac(reduced_role(tmp_path, ("nodes", "list")))
+    fake.inject_error("POST", "selfsubjectaccessreviews", 404, times=None)
+
+    assert await check_error(worker_kubeconfig) == (
         f'listing the nodes (the driver needs list on nodes): nodes is forbidden: User "{WORKER}" cannot list '
         'resource "nodes" in API group "" at the cluster scope (HTTP 403 Forbidden); the kubeconfig\'s user '
         "needs this permission (RBAC)"
