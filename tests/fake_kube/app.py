@@ -1,14 +1,15 @@
 """The HTTP face of the fake Kubernetes API server: a Starlette app with the API's URL layout.
 
 /version, /api, /api/v1, /apis, /apis/{group}, /apis/{group}/{version} for discovery, /openapi/v3
-for the OpenAPI documents (openapi.py); then
-/api/v1/... and /apis/{group}/{version}/... with `namespaces/{ns}/` for namespaced kinds:
+for the OpenAPI documents (openapi.py); then /api/v1/... and /apis/{group}/{version}/... with `namespaces/{ns}/` for namespaced kinds:
 collections (GET list or watch, POST create, DELETE deletecollection), objects (GET, PUT, PATCH,
 DELETE) and the subresources status, scale, finalize and log. Answers are JSON; errors are
 Status objects.
 
-Before a request reaches the store: bearer-token check (when the server requires one), the
-request log, injected latency and injected errors (test controls). Every state change runs
+Before a request reaches the store: the request log, authentication (401 for a token the server
+refuses), injected latency, authorization (403 Forbidden worded as kube-apiserver's; authz/) and
+injected errors (test controls); while it writes, the authorization guards the store's writes
+(create on apply, RBAC escalation checks). Every state change runs
 synchronously on the server's event loop. Watches stream newline-delimited JSON events, with
 BOOKMARK events every `bookmark_interval` seconds when asked for.
 """
