@@ -1,4 +1,5 @@
-"""Whether a test may go without a real part it needs: PostgreSQL, the Kafka broker, the browser.
+"""Whether a test may go without a real part it needs: PostgreSQL, the Kafka broker, the browser,
+kubectl.
 
 Locally a missing part skips its tests and says why. In CI it fails them: a green CI must have run
 every test against the real parts, not skipped them. CI is recognised by the `CI` variable, which
@@ -30,6 +31,7 @@ class Part:
 POSTGRES = Part("PostgreSQL", "GPUPAAS_TEST_POSTGRES_URL")
 KAFKA = Part("the Kafka broker (tansu)")
 BROWSER = Part("the browser (chromium)", "GPUPAAS_REQUIRE_BROWSER")
+KUBECTL = Part("kubectl (/usr/bin/kubectl, 1.27 or later)", "GPUPAAS_REQUIRE_KUBECTL")
 
 
 def in_ci(environ: Mapping[str, str] | None = None) -> bool:

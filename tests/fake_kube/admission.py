@@ -12,6 +12,7 @@ import base64
 from collections.abc import Iterable
 from decimal import Decimal
 
+from tests.fake_kube import registry_batch, registry_storage
 from tests.fake_kube.util import Obj, format_quantity, get_path, parse_quantity
 
 COMPUTE = ("cpu", "memory", "ephemeral-storage")
@@ -123,7 +124,26 @@ def apply_defaults(kind: str, obj: Obj) -> None:
             spec.setdefault("allocateLoadBalancerNodePorts", True)
     elif kind == "PersistentVolumeClaim" and isinstance(spec, dict):
         spec.setdefault("volumeMode", "Filesystem")
-        spec.setdefault("storageClassName", "standard")
+    elif kind == "Job" and isinstance(spec, dict):
+        registry_batch.default_job(obj)
+        _default_template(spec)
+    elif kind == "CronJob" and isinstance(spec, dict):
+        registry_batch.default_cron_job(obj)
+        job_spec = get_path(spec, "jobTemplate", "spec")
+        if isinstance(job_spec, dict):
+            _default_template(job_spec)
+    elif kind == "DaemonSet" and isinstance(spec, dict):
+        update = spec.setdefault("updateStrategy", {})
+        update.setdefault("type", "RollingUpdate")
+        if update["type"] == "RollingUpdate":
+            update.setdefault("rollingUpdate", {}).setdefault("maxUnavailable", 1)
+            update["rollingUpdate"].setdefault("maxSurge", 0)
+        spec.setdefault("revisionHistoryLimit", 10)
+        _default_template(spec)
+    elif kind == "StorageClass":
+        registry_storage.default_storage_class(obj)
+    elif kind == "PersistentVolume":
+        registry_storage.default_persistent_volume(obj)
     elif kind == "Secret":
         obj.setdefault("type", "Opaque")
         string_data = obj.pop("stringData", None)
@@ -147,8 +167,17 @@ def initial_status(kind: str, obj: Obj) -> Obj | None:
         return {"phase": "Pending"}
     if kind in ("StatefulSet", "ReplicaSet"):
         return {"replicas": 0}
-    if kind in ("Deployment", "ResourceQuota"):
+    if kind in ("Deployment", "ResourceQuota", "Job", "CronJob"):
         return {}
+    if kind == "DaemonSet":
+        return {
+            "currentNumberScheduled": 0,
+            "numberMisscheduled": 0,
+            "desiredNumberScheduled": 0,
+            "numberReady": 0,
+        }
+    if kind == "PersistentVolume":
+        return {"phase": "Pending"}
     return None
 
 

@@ -1,13 +1,15 @@
 """The HTTP face of the fake Kubernetes API server: a Starlette app with the API's URL layout.
 
-/version, /api, /api/v1, /apis, /apis/{group}, /apis/{group}/{version} for discovery; then
-/api/v1/... and /apis/{group}/{version}/... with `namespaces/{ns}/` for namespaced kinds:
+/version, /api, /api/v1, /apis, /apis/{group}, /apis/{group}/{version} for discovery, /openapi/v3
+for the OpenAPI documents (openapi.py); then /api/v1/... and /apis/{group}/{version}/... with `namespaces/{ns}/` for namespaced kinds:
 collections (GET list or watch, POST create, DELETE deletecollection), objects (GET, PUT, PATCH,
 DELETE) and the subresources status, scale, finalize and log. Answers are JSON; errors are
 Status objects.
 
-Before a request reaches the store: bearer-token check (when the server requires one), the
-request log, injected latency and injected errors (test controls). Every state change runs
+Before a request reaches the store: the request log, authentication (401 for a token the server
+refuses), injected latency, authorization (403 Forbidden worded as kube-apiserver's; authz/) and
+injected errors (test controls); while it writes, the authorization guards the store's writes
+(create on apply, RBAC escalation checks). Every state change runs
 synchronously on the server's event loop. Watches stream newline-delimited JSON events, with
 BOOKMARK events every `bookmark_interval` seconds when asked for.
 """
@@ -29,7 +31,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from tests.fake_kube import errors, resources
+from tests.fake_kube import errors, openapi, resources
+from tests.fake_kube.authz import Attributes, Authorization, User, request_attributes
 from tests.fake_kube.controllers import Controllers
 from tests.fake_kube.errors import ApiError
 from tests.fake_kube.resources import ResourceType
@@ -89,6 +92,10 @@ class ServerState:
     internal_errors: list[str] = field(default_factory=list)
     # Aggregated APIs (APIServices) whose backend is down: group -> version.
     unavailable_apis: dict[str, str] = field(default_factory=dict)
+    authz: Authorization = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.authz = Authorization(self.store, self.token)
 
 
 def _json(body: Any, code: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -155,11 +162,17 @@ def create_app(state: ServerState) -> Starlette:
         state.requests.append(
             RequestRecord(method, path, query, request.headers.get("content-type"), time.monotonic())
         )
-        if state.token is not None and request.headers.get("authorization") != f"Bearer {state.token}":
+        user = state.authz.authenticate(request.headers.get("authorization"))
+        if user is None:
             return _error(errors.unauthorized())
         for latency in list(state.latency_rules):
             if latency.matches(method, path):
                 await asyncio.sleep(latency.seconds)
+        attributes = request_attributes(method, path, query)
+        try:
+            state.authz.authorize(user, attributes)
+        except ApiError as error:
+            return _error(error)
         for rule in state.error_rules:
             if rule.matches(method, path):
                 rule.hits += 1
@@ -173,7 +186,7 @@ def create_app(state: ServerState) -> Starlette:
         if unavailable is not None:
             return unavailable
         try:
-            return await _dispatch(state, request, path, method, query)
+            return await _dispatch(state, request, path, method, query, user, attributes)
         except ApiError as error:
             return _error(error)
         except Exception as error:
@@ -187,7 +200,13 @@ def create_app(state: ServerState) -> Starlette:
 
 
 async def _dispatch(
-    state: ServerState, request: Request, path: str, method: str, query: dict[str, str]
+    state: ServerState,
+    request: Request,
+    path: str,
+    method: str,
+    query: dict[str, str],
+    user: User,
+    attributes: Attributes,
 ) -> Response:
     parts = [part for part in path.split("/") if part]
     if method == "GET":
@@ -199,6 +218,11 @@ async def _dispatch(
         raise errors.not_found_path(path)
     store = state.store
     rt = target.rt
+    if rt.create_only:
+        if method != "POST" or target.name is not None:
+            raise errors.method_not_allowed()
+        return _json(state.authz.review(user, rt, await _body(request)), 201)
+    acting = state.authz.acting(user, attributes)  # around the store's writes, with no await inside
     dry_run = query.get("dryRun") == "All"
     manager = query.get("fieldManager")
     if manager is not None and len(manager) > 128:
@@ -221,15 +245,18 @@ async def _dispatch(
                     query.get("fieldSelector"),
                     limit,
                     query.get("continue"),
+                    query.get("resourceVersion"),
+                    query.get("resourceVersionMatch"),
                 )
             )
         if method == "POST":
             if rt.namespaced and target.namespace is None:
                 raise errors.not_found_path(path)
             body = await _body(request)
-            created = store.create(
-                rt, target.namespace, body, manager=manager or default_manager, dry_run=dry_run
-            )
+            with acting:
+                created = store.create(
+                    rt, target.namespace, body, manager=manager or default_manager, dry_run=dry_run
+                )
             return _json(created, 201)
         if method == "DELETE":
             options = await _delete_options(request, query)
@@ -261,8 +288,8 @@ async def _dispatch(
         raise errors.method_not_allowed()
     if method == "PUT":
         body = await _body(request)
-        return _json(
-            store.replace(
+        with acting:
+            replaced = store.replace(
                 rt,
                 target.namespace,
                 name,
@@ -271,20 +298,21 @@ async def _dispatch(
                 subresource=sub,
                 dry_run=dry_run,
             )
-        )
+        return _json(replaced)
     if method == "PATCH":
         raw = await request.body()
-        code, result = store.patch(
-            rt,
-            target.namespace,
-            name,
-            raw,
-            request.headers.get("content-type") or "",
-            manager=manager if manager is not None or _is_apply(request) else default_manager,
-            force=_flag(query.get("force")),
-            subresource=sub,
-            dry_run=dry_run,
-        )
+        with acting:
+            code, result = store.patch(
+                rt,
+                target.namespace,
+                name,
+                raw,
+                request.headers.get("content-type") or "",
+                manager=manager if manager is not None or _is_apply(request) else default_manager,
+                force=_flag(query.get("force")),
+                subresource=sub,
+                dry_run=dry_run,
+            )
         return _json(result, code)
     if method == "DELETE":
         if sub:
@@ -355,6 +383,14 @@ def _discovery(parts: list[str], request: Request) -> Response | None:
         if listing is None:
             raise errors.not_found_path("/" + "/".join(parts))
         return _json(listing)
+    if parts == ["openapi", "v3"]:
+        return _json(openapi.discovery())
+    if parts[:2] == ["openapi", "v3"]:
+        text = openapi.document("/".join(parts[2:]))
+        if text is not None:
+            return Response(
+                text, media_type="application/json", headers={"Cache-Control": "public, immutable"}
+            )
     if parts and parts[0] == "openapi":
         raise errors.not_found_path("/" + "/".join(parts))
     return None

@@ -31,6 +31,7 @@ class ResourceType:
     has_status: bool = False  # a status subresource: the main resource ignores status writes
     generation: bool = False  # the server keeps metadata.generation (bumped on spec changes)
     read_only: bool = False  # only get, list and watch (Nodes: the test sets the inventory)
+    create_only: bool = False  # nothing is stored: a POST answers the evaluated object (reviews)
     subresources: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
@@ -54,6 +55,8 @@ class ResourceType:
 
     @property
     def verbs(self) -> tuple[str, ...]:
+        if self.create_only:
+            return ("create",)
         return READ_VERBS if self.read_only else ALL_VERBS
 
     @property
@@ -123,6 +126,7 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     _core("Secret", "secrets"),
     _core("ServiceAccount", "serviceaccounts", short_names=("sa",)),
     _core("PersistentVolumeClaim", "persistentvolumeclaims", short_names=("pvc",), has_status=True),
+    _core("PersistentVolume", "persistentvolumes", namespaced=False, short_names=("pv",), has_status=True),
     _core("ResourceQuota", "resourcequotas", short_names=("quota",), has_status=True),
     _core("LimitRange", "limitranges", short_names=("limits",)),
     _core("Event", "events", short_names=("ev",)),
@@ -145,12 +149,38 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         subresources=(("scale", ("get", "patch", "update")),),
     ),
     _apps(
+        "DaemonSet",
+        "daemonsets",
+        short_names=("ds",),
+        categories=("all",),
+        has_status=True,
+        generation=True,
+    ),
+    _apps(
         "ReplicaSet",
         "replicasets",
         short_names=("rs",),
         categories=("all",),
         has_status=True,
         generation=True,
+    ),
+    ResourceType(
+        "batch", "v1", "Job", "jobs", "job", True, categories=("all",), has_status=True, generation=True
+    ),
+    ResourceType(
+        "batch",
+        "v1",
+        "CronJob",
+        "cronjobs",
+        "cronjob",
+        True,
+        short_names=("cj",),
+        categories=("all",),
+        has_status=True,
+        generation=True,
+    ),
+    ResourceType(
+        "storage.k8s.io", "v1", "StorageClass", "storageclasses", "storageclass", False, short_names=("sc",)
     ),
     ResourceType("rbac.authorization.k8s.io", "v1", "Role", "roles", "role", True),
     ResourceType("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", "rolebinding", True),
@@ -162,6 +192,24 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         "clusterrolebindings",
         "clusterrolebinding",
         False,
+    ),
+    ResourceType(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectAccessReview",
+        "selfsubjectaccessreviews",
+        "selfsubjectaccessreview",
+        False,
+        create_only=True,
+    ),
+    ResourceType(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectRulesReview",
+        "selfsubjectrulesreviews",
+        "selfsubjectrulesreview",
+        False,
+        create_only=True,
     ),
     ResourceType(
         "networking.k8s.io",

@@ -12,6 +12,7 @@ server's loop (and wait for it), so they never race the requests.
 from __future__ import annotations
 
 import asyncio
+import base64
 import builtins
 import concurrent.futures
 import contextlib
@@ -27,7 +28,14 @@ import yaml
 from kubernetes import client
 
 from tests.fake_kube.app import ErrorRule, LatencyRule, RequestRecord, ServerState, create_app
+from tests.fake_kube.authz import Denial, bootstrap_objects
+from tests.fake_kube.authz.identity import (
+    SERVICE_ACCOUNT_NAME_ANNOTATION,
+    SERVICE_ACCOUNT_TOKEN_TYPE,
+    User,
+)
 from tests.fake_kube.controllers import DEFAULT_NODES, Controllers
+from tests.fake_kube.registry_storage import STANDARD_CLASS
 from tests.fake_kube.resources import resource_for
 from tests.fake_kube.store import Store
 from tests.fake_kube.util import Obj, deep, get_path
@@ -125,6 +133,9 @@ class FakeKube:
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
                 manager="kube-apiserver",
             )
+        for obj in [STANDARD_CLASS, *bootstrap_objects()]:
+            rt = resource_for(obj["apiVersion"], obj["kind"])
+            self.store.create(rt, None, deep(obj), manager="kube-apiserver")
         self.controllers.set_nodes([deep(n) for n in DEFAULT_NODES])
 
     async def _serve(self, sock: socket.socket, started: Callable[[], None]) -> None:
@@ -259,6 +270,54 @@ class FakeKube:
         path.write_text(yaml.safe_dump(config, sort_keys=False))
         return path
 
+    # Identities ------------------------------------------------------------------------------
+
+    def load_rbac(self, *paths: str | Path) -> builtins.list[Obj]:
+        """Applies every object of these YAML files as `kubectl apply --server-side` by an admin
+        would (ServiceAccounts, their token Secrets, Roles, bindings...); returns them as stored."""
+        documents = [
+            doc
+            for path in paths
+            for doc in yaml.safe_load_all(Path(path).read_text(encoding="utf-8"))
+            if isinstance(doc, dict)
+        ]
+
+        def apply() -> builtins.list[Obj]:
+            stored = []
+            for doc in documents:
+                rt = resource_for(str(doc.get("apiVersion")), str(doc.get("kind")))
+                namespace = get_path(doc, "metadata", "namespace") if rt.namespaced else None
+                name = str(get_path(doc, "metadata", "name"))
+                _, obj = self.store.apply(rt, namespace, name, deep(doc), manager="kubectl", force=True)
+                stored.append(obj)
+            return stored
+
+        return self.call(apply)
+
+    def service_account_token(self, namespace: str, name: str, timeout: float = 5.0) -> str:
+        """The token the tokens controller put into a `kubernetes.io/service-account-token`
+        Secret of this ServiceAccount (waits for it), as a kubeconfig's user would hold it."""
+
+        def token() -> str | None:
+            for secret in self.list("v1", "Secret", namespace):
+                annotations = secret["metadata"].get("annotations") or {}
+                if (
+                    secret.get("type") == SERVICE_ACCOUNT_TOKEN_TYPE
+                    and annotations.get(SERVICE_ACCOUNT_NAME_ANNOTATION) == name
+                    and get_path(secret, "data", "token")
+                ):
+                    return base64.b64decode(secret["data"]["token"]).decode()
+            return None
+
+        found = self.wait_for(token, timeout)
+        assert found is not None  # wait_for returns only what is truthy
+        return found
+
+    def add_user(self, token: str, name: str, groups: Iterable[str] = ()) -> User:
+        """A bearer token for a user of this name and groups (and system:authenticated), as a line
+        of kube-apiserver's --token-auth-file; RBAC decides what it may do."""
+        return self.call(self.state.authz.authenticator.add, token, name, tuple(groups))
+
     # Cluster controls ------------------------------------------------------------------------
 
     def set_nodes(self, nodes: Iterable[Obj]) -> None:
@@ -336,6 +395,15 @@ class FakeKube:
     def make_unschedulable(self, namespace: str, name: str, message: str | None = None) -> Obj:
         """Keeps the pod Pending with PodScheduled=False (reason Unschedulable, this message)."""
         return self.call(self.controllers.make_unschedulable, namespace, name, message)
+
+    def complete_pod(self, namespace: str, name: str, exit_code: int = 0) -> Obj:
+        """The running pod's containers exit with `exit_code`: 0 -> Succeeded; otherwise Failed
+        (restartPolicy Never) or restarted (OnFailure, Always). How a Job's pods end."""
+        return self.call(self.controllers.complete_pod, namespace, name, exit_code)
+
+    def set_job_pod_seconds(self, seconds: float | None) -> None:
+        """Job pods succeed this long after they run (None, the default: when complete_pod says)."""
+        self.call(setattr, self.controllers, "job_pod_seconds", seconds)
 
     def set_pod_log(self, namespace: str, name: str, text: str) -> None:
         self.call(self.controllers.pod_logs.__setitem__, (namespace, name), text)
@@ -460,6 +528,11 @@ class FakeKube:
     def requests(self) -> builtins.list[RequestRecord]:
         """Every request so far: (method, path, query, content_type, at: its time.monotonic())."""
         return list(self.state.requests)
+
+    @property
+    def denials(self) -> builtins.list[Denial]:
+        """Every request refused by authorization so far (403; see tests/fake_kube/authz)."""
+        return self.call(lambda: builtins.list(self.state.authz.denials))
 
     def clear_requests(self) -> None:
         self.call(self.state.requests.clear)

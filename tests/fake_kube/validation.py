@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from tests.fake_kube import selectors
+from tests.fake_kube import registry_batch, selectors
 from tests.fake_kube.resources import ResourceType
 from tests.fake_kube.schema import Cause, schema_causes
 from tests.fake_kube.util import Obj, get_path, parse_quantity
@@ -343,7 +343,8 @@ def _selector_and_template(rt: ResourceType, spec: Mapping[str, Any]) -> list[Ca
             )
         )
     claims = tuple(str(get_path(c, "metadata", "name")) for c in spec.get("volumeClaimTemplates") or [])
-    causes += pod_spec("spec.template.spec", template.get("spec"), ("Always",), claims)
+    restart_policies = ("OnFailure", "Never") if rt.kind == "Job" else ("Always",)
+    causes += pod_spec("spec.template.spec", template.get("spec"), restart_policies, claims)
     replicas = spec.get("replicas")
     if isinstance(replicas, int) and replicas < 0:
         causes.append(_invalid("spec.replicas", replicas, "must be greater than or equal to 0"))
@@ -517,9 +518,15 @@ def _kind_specific(rt: ResourceType, obj: Obj, old: Obj | None) -> list[Cause]:
     spec = obj.get("spec") or {}
     kind = rt.kind
     causes: list[Cause] = []
-    if kind in ("Deployment", "ReplicaSet", "StatefulSet"):
+    if kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job"):
         causes += _selector_and_template(rt, spec)
-        if old is not None and (old.get("spec") or {}).get("selector") != spec.get("selector"):
+        if kind == "Job":
+            causes += registry_batch.validate_job(obj, old)
+        if (
+            kind != "Job"
+            and old is not None
+            and (old.get("spec") or {}).get("selector") != spec.get("selector")
+        ):
             causes.append(_immutable("spec.selector", spec.get("selector")))
         if kind == "StatefulSet" and old is not None:
             old_rest = {k: v for k, v in (old.get("spec") or {}).items() if k not in _STATEFULSET_MUTABLE}

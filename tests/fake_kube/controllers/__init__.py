@@ -19,6 +19,10 @@
   PVCs from its volumeClaimTemplates; both controllers observe a new generation `observe_delay`
   seconds late. PVCs become Bound; Services of type LoadBalancer get an ingress IP
   `loadbalancer_delay` seconds after they are made.
+- Jobs (pods until completions succeed, backoffLimit, Complete/Failed) and DaemonSets (a pod per
+  node that qualifies); claims bind to PersistentVolumes, provisioned from their StorageClass
+  (WaitForFirstConsumer: once a pod that uses the claim is scheduled).
+- Service-account token Secrets are filled in; aggregated ClusterRoles gather their rules.
 - Namespaces: a new one gets the "default" ServiceAccount and the kube-root-ca.crt ConfigMap; a
   deleted one is Terminating for `namespace_deletion_delay` seconds, then its content is deleted,
   and it disappears once nothing is left in it.
@@ -32,7 +36,8 @@ show the state before the controllers react, as with a real cluster.
 
 The controllers are one class, `Controllers` (in `cluster`), put together from one mixin per
 component: `scheduler`, `kubelet`, `deployments` (Deployments and ReplicaSets), `statefulsets`,
-`pvcs_services_quotas`, `namespaces` and `garbage_collector`, on the queue, timers and Events of
+`daemonsets`, `jobs`, `volumes`, `pvcs_services_quotas`, `namespaces`, `garbage_collector`,
+`tokens` and `rbac_aggregation`, on the queue, timers and Events of
 `base`. `nodes` builds the Node objects of the fake cluster.
 """
 

@@ -16,13 +16,18 @@ from tests.fake_kube.controllers.base import (
     SERVICE,
     STATEFULSET,
 )
+from tests.fake_kube.controllers.daemonsets import DaemonSets
 from tests.fake_kube.controllers.deployments import Deployments
 from tests.fake_kube.controllers.garbage_collector import GarbageCollector
+from tests.fake_kube.controllers.jobs import Jobs
 from tests.fake_kube.controllers.kubelet import Kubelet
 from tests.fake_kube.controllers.namespaces import Namespaces
 from tests.fake_kube.controllers.pvcs_services_quotas import PvcServiceQuotaControllers
+from tests.fake_kube.controllers.rbac_aggregation import ClusterRoleAggregation
 from tests.fake_kube.controllers.scheduler import Scheduler
 from tests.fake_kube.controllers.statefulsets import StatefulSets
+from tests.fake_kube.controllers.tokens import ServiceAccountTokens
+from tests.fake_kube.controllers.volumes import Volumes
 from tests.fake_kube.resources import ResourceType
 from tests.fake_kube.store import Store
 from tests.fake_kube.util import Obj, get_path
@@ -36,6 +41,11 @@ class Controllers(
     PvcServiceQuotaControllers,
     Namespaces,
     GarbageCollector,
+    ServiceAccountTokens,
+    ClusterRoleAggregation,
+    Jobs,
+    DaemonSets,
+    Volumes,
 ):
     """Every controller of the fake cluster; the store's changes reach their queues through here."""
 

@@ -1,4 +1,4 @@
-"""PVC binding, LoadBalancer ingress IPs and ResourceQuota status.
+"""LoadBalancer ingress IPs and ResourceQuota status (claims bind in volumes.py).
 
 A Service of type LoadBalancer gets its ingress IP `loadbalancer_delay` seconds after it is
 created (a cloud load balancer being provisioned); None: not until the delay is set again (a
@@ -9,7 +9,6 @@ from __future__ import annotations
 from tests.fake_kube import admission
 from tests.fake_kube.controllers.base import (
     CONTROLLER_MANAGER,
-    PVC,
     QUOTA,
     SERVICE,
     ControllerBase,
@@ -23,42 +22,7 @@ class PvcServiceQuotaControllers(ControllerBase):
         super().__init__(store)
         self.loadbalancer_delay: float | None = 0.0
 
-    # PVCs, Services, quotas ------------------------------------------------------------------
-
-    def _reconcile_pvc(self, namespace: str, name: str) -> None:
-        if self.pvc_delay is None:
-            return
-        self.later(self.pvc_delay, lambda: self._bind_pvc(namespace, name))
-
-    def _bind_pvc(self, namespace: str, name: str) -> None:
-        pvc = self.store.find(PVC, namespace, name)
-        if pvc is None or get_path(pvc, "status", "phase") == "Bound":
-            return
-
-        def bind(new: Obj) -> None:
-            new["spec"]["volumeName"] = f"pvc-{new['metadata']['uid']}"
-            annotations = new["metadata"].setdefault("annotations", {})
-            annotations["pv.kubernetes.io/bind-completed"] = "yes"
-            annotations["pv.kubernetes.io/bound-by-controller"] = "yes"
-
-        bound = self.store.internal_update(PVC, pvc, bind, manager=CONTROLLER_MANAGER)
-        if bound is None:
-            return
-
-        def status(new: Obj) -> None:
-            spec = new.get("spec") or {}
-            new["status"] = {
-                "phase": "Bound",
-                "accessModes": list(spec.get("accessModes") or []),
-                "capacity": {"storage": get_path(spec, "resources", "requests", "storage", default="0")},
-            }
-
-        self.store.internal_update(PVC, bound, status, manager=CONTROLLER_MANAGER, subresource="status")
-
-    def bind_pending_pvcs(self) -> None:
-        for pvc in self.store.items(PVC):
-            if get_path(pvc, "status", "phase") != "Bound":
-                self._bind_pvc(pvc["metadata"]["namespace"], pvc["metadata"]["name"])
+    # Services, quotas ------------------------------------------------------------------
 
     def _reconcile_loadbalancer(self, namespace: str, name: str) -> None:
         if self.loadbalancer_delay is None:

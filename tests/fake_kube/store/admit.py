@@ -8,10 +8,10 @@ import functools
 from collections.abc import Callable
 from decimal import Decimal
 
-from tests.fake_kube import admission, errors, validation
+from tests.fake_kube import admission, errors, quantities, registry_storage, validation
 from tests.fake_kube.errors import ApiError
 from tests.fake_kube.resources import ResourceType, resource_for
-from tests.fake_kube.schema import Cause
+from tests.fake_kube.schema import Cause, kind_schema
 from tests.fake_kube.store.state import StoreState
 from tests.fake_kube.util import Obj, get_path
 
@@ -63,8 +63,21 @@ class Admitting(StoreState):
             )
 
     def _mutate(self, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
-        """Defaulting and mutating admission (in place)."""
+        """Decoding (quantities in canonical form), defaulting and mutating admission (in place)."""
+        quantities.canonicalize(obj, kind_schema(rt.api_version, rt.kind))
         admission.apply_defaults(rt.kind, obj)
+        spec = obj.get("spec")
+        if (
+            rt.kind == "PersistentVolumeClaim"
+            and old is None
+            and isinstance(spec, dict)
+            and "storageClassName" not in spec
+        ):
+            # DefaultStorageClass admission.
+            classes = self.items(resource_for("storage.k8s.io/v1", "StorageClass"))
+            default = registry_storage.default_class_name(classes)
+            if default is not None:
+                spec["storageClassName"] = default
         namespace = get_path(obj, "metadata", "namespace")
         if rt.kind == "Pod" and old is None:
             limit_ranges = self.items(resource_for("v1", "LimitRange"), namespace)

@@ -116,7 +116,7 @@ class Deleting(Admitting):
         self._commit(rt, "DELETED", gone, obj)
         if rt.kind == "Service":
             self._release_service(obj)
-        if rt.kind == "Pod":
+        if rt.kind in ("Pod", "PersistentVolumeClaim", "PersistentVolume"):  # their ReturnDeletedObject
             return 200, deep(gone)
         details: Obj = {"name": get_path(obj, "metadata", "name")}
         if rt.group:

@@ -10,11 +10,16 @@ from collections import deque
 from collections.abc import Callable
 
 from tests.fake_kube import errors, selectors
+from tests.fake_kube.errors import ApiError
 from tests.fake_kube.resources import RESOURCE_TYPES, ResourceType
+from tests.fake_kube.schema import Cause
 from tests.fake_kube.store.watch import Watcher, WatchEvent
 from tests.fake_kube.util import Obj, deep, get_path
 
 Listener = Callable[[ResourceType, str, Obj, Obj | None], None]
+# Called with ("create" or "update", the kind, the new object, the old one) before a write through
+# the API is admitted; raises an ApiError to refuse it (the authorization's checks of writes).
+WriteGuard = Callable[[str, ResourceType, Obj, Obj | None], None]
 
 
 def _key(obj: Obj) -> tuple[str, str]:
@@ -43,6 +48,7 @@ class StoreState:
         self.compacted_rv = 0
         self.watchers: set[Watcher] = set()
         self.listeners: list[Listener] = []
+        self.guards: list[WriteGuard] = []
         self.node_ports: set[int] = set()
         self._next_ip = 10
         self.problems: list[str] = []  # schema violations in objects the fake wrote itself
@@ -90,8 +96,17 @@ class StoreState:
         field_selector: str | None = None,
         limit: int | None = None,
         continue_token: str | None = None,
+        resource_version: str | None = None,
+        resource_version_match: str | None = None,
     ) -> Obj:
+        """A list as the API answers it. resourceVersion: unset, "0" (any) or an older one than the
+        store's with resourceVersionMatch NotOlderThan: the current state; Exact (or, as legacy
+        clients ask, a resourceVersion with a limit and no match): the state at that version,
+        rebuilt from the event history, or 410 Expired once it is compacted away; newer than the
+        store's: 504 "Too large resource version". Continue tokens go on at the first page's
+        version, so that every page is of one consistent state."""
         labels, fields = self._selectors(rt, label_selector, field_selector)
+        at = self._list_version(limit, continue_token, resource_version, resource_version_match)
         start: tuple[str, str] | None = None
         if continue_token:
             try:
@@ -106,19 +121,21 @@ class StoreState:
                     "can start a new list without the continue parameter, or use the continue token in "
                     "this response to retrieve the remainder of the results."
                 )
+            at = token_rv
         selected = []
-        for obj in self.items(rt, namespace):
+        for obj in self.items(rt, namespace) if at is None else self._items_at(rt, namespace, at):
             if start is not None and _key(obj) <= start:
                 continue
             if selectors.matches(labels, get_path(obj, "metadata", "labels")) and selectors.fields_match(
                 fields, obj
             ):
                 selected.append(obj)
-        metadata: Obj = {"resourceVersion": str(self.rv)}
+        version = self.rv if at is None else at
+        metadata: Obj = {"resourceVersion": str(version)}
         if limit and len(selected) > limit:
             remaining = len(selected) - limit
             selected = selected[:limit]
-            token = {"rv": self.rv, "start": list(_key(selected[-1]))}
+            token = {"rv": version, "start": list(_key(selected[-1]))}
             metadata["continue"] = base64.urlsafe_b64encode(json.dumps(token).encode()).decode()
             metadata["remainingItemCount"] = remaining
         items = []
@@ -128,6 +145,91 @@ class StoreState:
             item.pop("kind", None)
             items.append(item)
         return {"kind": f"{rt.kind}List", "apiVersion": rt.api_version, "metadata": metadata, "items": items}
+
+    def _list_version(
+        self,
+        limit: int | None,
+        continue_token: str | None,
+        resource_version: str | None,
+        match: str | None,
+    ) -> int | None:
+        """The resourceVersion a list is read at; None: the current state."""
+        causes: list[Cause] = []
+        if match:
+            if not resource_version:
+                causes.append(
+                    Cause(
+                        "FieldValueForbidden",
+                        "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
+                        "resourceVersionMatch",
+                    )
+                )
+            if continue_token:
+                causes.append(
+                    Cause(
+                        "FieldValueForbidden",
+                        "Forbidden: resourceVersionMatch is forbidden when continue is provided",
+                        "resourceVersionMatch",
+                    )
+                )
+            if match not in ("Exact", "NotOlderThan"):
+                causes.append(
+                    Cause(
+                        "FieldValueNotSupported",
+                        f'Unsupported value: "{match}": supported values: "Exact", "NotOlderThan", ""',
+                        "resourceVersionMatch",
+                    )
+                )
+            if match == "Exact" and resource_version == "0":
+                causes.append(
+                    Cause(
+                        "FieldValueForbidden",
+                        'Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
+                        "resourceVersionMatch",
+                    )
+                )
+        if causes:
+            raise errors.invalid_options("ListOptions", causes)
+        if resource_version in (None, "", "0") or continue_token:
+            return None
+        try:
+            wanted = int(str(resource_version))
+        except ValueError as error:
+            raise errors.bad_request(f"invalid resource version: {resource_version}") from error
+        if wanted > self.rv:
+            raise ApiError(
+                504,
+                f"Timeout: Too large resource version: {wanted}, current: {self.rv}",
+                "Timeout",
+                {
+                    "causes": [
+                        {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
+                    ],
+                    "retryAfterSeconds": 1,
+                },
+            )
+        exact = match == "Exact" or (not match and bool(limit))
+        if not exact:
+            return None
+        if wanted < self.compacted_rv:
+            raise errors.expired("The resourceVersion for the provided list is too old.")
+        return wanted
+
+    def _items_at(self, rt: ResourceType, namespace: str | None, version: int) -> list[Obj]:
+        """The objects of a kind as they were at `version`: the current ones with every later
+        event of the history undone."""
+        found = dict(self.objects[rt.id])
+        for event in reversed(self.history):
+            if event.rv <= version:
+                break
+            if event.rt_id != rt.id:
+                continue
+            key = _key(event.obj)
+            if event.type == "ADDED" or event.old is None:
+                found.pop(key, None)
+            else:
+                found[key] = event.old
+        return [found[k] for k in sorted(found) if namespace is None or k[0] == namespace]
 
     def _selectors(
         self, rt: ResourceType, label_selector: str | None, field_selector: str | None
@@ -139,6 +241,10 @@ class StoreState:
             )
         except selectors.SelectorError as error:
             raise errors.bad_request(str(error)) from error
+
+    def _guard(self, operation: str, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
+        for guard in self.guards:
+            guard(operation, rt, obj, old)
 
     # Committing ------------------------------------------------------------------------------
 

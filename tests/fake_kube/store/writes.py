@@ -60,6 +60,7 @@ class Writing(Deleting):
                     )
                 ],
             )
+        self._guard("create", rt, body, None)
         if name and self.find(rt, namespace, name) is not None:
             raise errors.already_exists(rt, name)
         obj = self._new_object(rt, body)
@@ -202,6 +203,7 @@ class Writing(Deleting):
     ) -> Obj:
         name = get_path(old, "metadata", "name")
         if subresource not in ("status", "finalize"):
+            self._guard("update", rt, new, old)
             self._mutate(rt, new, old)
         if get_path(old, "metadata", "deletionTimestamp"):
             added = set(get_path(new, "metadata", "finalizers") or []) - set(

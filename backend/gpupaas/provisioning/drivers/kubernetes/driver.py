@@ -12,16 +12,18 @@ import time
 from collections.abc import Callable, Mapping
 
 from gpupaas.provisioning.drivers.base import Applied, ClusterInfo, Observed, OnDrift, Progress
+from gpupaas.provisioning.drivers.k8s_manifests.access import missing_text
 from gpupaas.provisioning.drivers.k8s_manifests.api import Request
 from gpupaas.provisioning.drivers.k8s_manifests.nodes import node_info
 from gpupaas.provisioning.drivers.k8s_manifests.pods import Graces
+from gpupaas.provisioning.drivers.kubernetes.access import missing_permissions
 from gpupaas.provisioning.drivers.kubernetes.api import NODES, KubeApi
 from gpupaas.provisioning.drivers.kubernetes.apply import apply_plan
 from gpupaas.provisioning.drivers.kubernetes.connection import ClusterConnection, Transport
 from gpupaas.provisioning.drivers.kubernetes.destroy import destroy_plan
 from gpupaas.provisioning.drivers.kubernetes.drift import watch_drift
 from gpupaas.provisioning.drivers.kubernetes.observe import observe_plan
-from gpupaas.provisioning.plan import Plan
+from gpupaas.provisioning.plan import PermanentError, Plan
 
 __all__ = ["KubernetesDriver"]
 
@@ -124,6 +126,9 @@ class KubernetesDriver:
         resource as the nodes report them, GPU model). Raises DriverError saying what is wrong:
         unreachable, credentials refused, or which permission (RBAC) is missing."""
         version = await self._api.get(Request("GET", "/version"), "reading the API server's version")
+        missing = await missing_permissions(self._api)
+        if missing:
+            raise PermanentError(missing_text(missing))
         nodes, _ = await self._api.list_objects(
             NODES, None, None, "listing the nodes (the driver needs list on nodes)"
         )
