@@ -209,9 +209,11 @@ async def test_a_cluster_role_binding_is_refused_with_403_and_a_clear_message(
     with pytest.raises(PermanentError) as error:
         await worker.apply(plan)
 
+    # the driver reads each object before it writes (it never adopts what it did not create): the
+    # worker may not even read a ClusterRoleBinding
     assert str(error.value) == (
-        "applying clusterrolebinding everyone-is-admin: clusterrolebindings.rbac.authorization.k8s.io "
-        f'"everyone-is-admin" is forbidden: User "{WORKER}" cannot patch resource "clusterrolebindings" in API '
+        "reading clusterrolebinding everyone-is-admin: clusterrolebindings.rbac.authorization.k8s.io "
+        f'"everyone-is-admin" is forbidden: User "{WORKER}" cannot get resource "clusterrolebindings" in API '
         'group "rbac.authorization.k8s.io" at the cluster scope (HTTP 403 Forbidden); the kubeconfig\'s user '
         "needs this permission (RBAC)"
     )
