@@ -16,8 +16,19 @@ from gpupaas.graphql.common import DeletePayload, UserError, attempt, delete_pay
 from gpupaas.graphql.context import Info
 from gpupaas.graphql.loaders import by_id
 from gpupaas.provisioning.registry import ClusterDriver
+from gpupaas.provisioning.render.policy import TemplatePolicy
 
 ClusterDriverEnum = strawberry.enum(ClusterDriver, name="ClusterDriver")
+TemplatePolicyEnum = strawberry.enum(
+    TemplatePolicy,
+    name="TemplatePolicy",
+    description=(
+        "What a cluster lets environment templates do. CONFINED: every template keeps to the tenant "
+        "confinement (namespaced objects of the allowed kinds in the instance's namespace, no cluster "
+        "roles, nothing privileged in pods). TRUST_PLATFORM_TEMPLATES: templates of platform admins "
+        "(built-in and global) may go beyond it; a project's own templates are still confined."
+    ),
+)
 
 
 def clusters_by_id() -> DataLoader[uuid.UUID, Cluster | None]:
@@ -81,6 +92,7 @@ class ClusterType:
         description="The host users reach services on (connect links)."
     )
     gpu_resource_names: list[GpuResourceName]
+    template_policy: TemplatePolicy
     status: ClusterStatus
     status_message: str | None
     server_version: str | None
@@ -105,6 +117,7 @@ class ClusterType:
                 for vendor, name in service.gpu_resource_names(cluster).items()
                 if vendor != Vendor.CPU.value
             ],
+            template_policy=cluster.template_policy,
             status=cluster.status,
             status_message=cluster.status_message,
             server_version=cluster.server_version,
@@ -136,6 +149,7 @@ class CreateClusterInput:
     access_address: str | None = None
     gpu_resource_names: list[GpuResourceNameInput] | None = None
     is_default: bool | None = None
+    template_policy: TemplatePolicy | None = None
 
 
 @strawberry.input(description="`kubeconfig`: a new one replaces the stored one; an empty string removes it.")
@@ -150,6 +164,7 @@ class UpdateClusterInput:
     access_address: str | None = None
     gpu_resource_names: list[GpuResourceNameInput] | None = None
     is_default: bool | None = None
+    template_policy: TemplatePolicy | None = None
 
 
 @strawberry.type
@@ -171,6 +186,7 @@ def _cluster_in(data: CreateClusterInput | UpdateClusterInput) -> service.Cluste
         if data.gpu_resource_names is None
         else [(g.vendor.value, g.resource_name) for g in data.gpu_resource_names],
         is_default=data.is_default,
+        template_policy=data.template_policy,
     )
 
 

@@ -1,6 +1,7 @@
 """The rules of clusters: platform admins register them (kubeconfigs encrypted at rest, never
 returned), every signed-in user may list them (to pick one for a profile), one is the default,
-and each is checked when registered or edited (reachable, version, nodes and their GPUs)."""
+and each is checked when registered or edited (reachable, version, nodes and their GPUs). Only
+platform admins set what a cluster lets templates do (`templatePolicy`)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from gpupaas.core.hooks import Hook
 from gpupaas.core.ids import parse_id
 from gpupaas.provisioning.plan import PermanentError
 from gpupaas.provisioning.registry import Checker, ClusterDriver, ClusterTarget, resource_names
+from gpupaas.provisioning.render.policy import TemplatePolicy
 
 DEFAULT_CLUSTER = "simulated"
 
@@ -43,6 +45,7 @@ class ClusterIn:
     access_address: str | None = None
     gpu_resource_names: list[tuple[str, str]] | None = None
     is_default: bool | None = None
+    template_policy: TemplatePolicy | None = None
 
 
 async def list_clusters(actor: Actor) -> list[Cluster]:
@@ -152,6 +155,8 @@ def _check_fields(problems: Collector, cluster: Cluster, data: ClusterIn, secret
                 )
             names[vendor] = resource
         cluster.gpu_resource_names = names
+    if data.template_policy is not None:
+        cluster.template_policy = data.template_policy
     if (
         cluster.driver == ClusterDriver.KUBERNETES
         and not cluster.in_cluster
@@ -179,6 +184,7 @@ def target_of(cluster: Cluster) -> ClusterTarget:
         in_cluster=cluster.in_cluster,
         context=cluster.context,
         gpu_resource_names=dict(cluster.gpu_resource_names or {}),
+        template_policy=cluster.template_policy,
     )
 
 

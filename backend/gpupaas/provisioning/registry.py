@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from gpupaas.core import crypto
 from gpupaas.provisioning.drivers.base import Driver
 from gpupaas.provisioning.plan import GPU_RESOURCE_NAMES
+from gpupaas.provisioning.render.policy import TemplatePolicy
 from gpupaas.settings import Settings
 
 
@@ -39,6 +40,8 @@ class ClusterTarget:
     context: str | None = None
     # The cluster's own GPU resource names per vendor, over the defaults.
     gpu_resource_names: Mapping[str, str] = field(default_factory=dict)
+    # Whom the cluster trusts with more than the tenant confinement.
+    template_policy: TemplatePolicy = TemplatePolicy.CONFINED
 
 
 @dataclass(frozen=True)

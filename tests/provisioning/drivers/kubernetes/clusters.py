@@ -12,6 +12,7 @@ from gpupaas.provisioning.builtins import builtin_template
 from gpupaas.provisioning.drivers.kubernetes.connection import ClusterConnection
 from gpupaas.provisioning.drivers.kubernetes.driver import KubernetesDriver
 from gpupaas.provisioning.plan import Plan, build_plan, namespace_for
+from gpupaas.provisioning.render.policy import TemplatePolicy, TemplateScope
 from gpupaas.provisioning.render.rendering import OutputDefinition
 from tests.fake_kube import FakeKube
 
@@ -42,8 +43,10 @@ def make_plan(
     memory: str = "64Gi",
     resources_text: str | None = None,
     outputs: tuple[OutputDefinition, ...] | None = None,
+    trusted: bool = False,
 ) -> Plan:
-    """A plan as build_plan makes it for a profile on a built-in template (or on `resources_text`)."""
+    """A plan as build_plan makes it for a profile on a built-in template (or on `resources_text`),
+    confined as a project's template is (`trusted`: a platform template on a cluster that trusts them)."""
     builtin = builtin_template(template)
     assert builtin is not None
     return build_plan(
@@ -66,6 +69,8 @@ def make_plan(
         outputs=builtin.outputs if outputs is None else outputs,
         labels={"team": "ml"},
         annotations={"gpupaas.io/owner": "alice"},
+        template_scope=TemplateScope.PLATFORM if trusted else TemplateScope.PROJECT,
+        template_policy=TemplatePolicy.TRUST_PLATFORM_TEMPLATES if trusted else TemplatePolicy.CONFINED,
     )
 
 
