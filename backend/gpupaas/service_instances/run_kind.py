@@ -62,6 +62,7 @@ def plan_of(
         compute_resources=snapshot.resources.to_json(),
         profile_name=snapshot.profile_name,
         gpu_resource_names=dict(resource_names),
+        allocation=snapshot.allocation_type.value,
         running=running,
         restart=restart,
         annotations=annotations,

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from tortoise.exceptions import IntegrityError
+from tortoise.expressions import Q
 from tortoise.transactions import in_transaction
 
 from gpupaas.accounts import sharing
@@ -409,6 +410,25 @@ async def set_profile_sharing(
         profile.sharing_mode = mode
         await profile.save(update_fields=["sharing_mode", "updated_at"])
     return profile
+
+
+async def gpu_models_on(cluster: Cluster) -> dict[str, list[str]]:
+    """The GPU models the profiles deploying to the cluster ask for (those naming it, and those
+    naming none when it is the default), each with the profiles ("project/name") that ask."""
+    where = Q(cluster_id=cluster.id)
+    if cluster.is_default:
+        where |= Q(cluster_id__isnull=True)
+    rows = await (
+        ComputeProfile.filter(where)
+        .exclude(gpu_vendor=Vendor.CPU)
+        .filter(gpu_model__isnull=False)
+        .values_list("project__name", "name", "gpu_model")
+    )
+    models: dict[str, list[str]] = {}
+    for project, name, model in sorted(rows, key=lambda row: (str(row[2]), str(row[0]), str(row[1]))):
+        if str(model).strip():
+            models.setdefault(str(model).strip(), []).append(f"{project}/{name}")
+    return models
 
 
 async def profiles_on(cluster: Cluster) -> str | None:

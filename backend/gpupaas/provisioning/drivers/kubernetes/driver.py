@@ -2,7 +2,9 @@
 
 `KubernetesDriver` holds one connection (connection.py, api.py) and its settings, and hands each
 call of the Driver protocol to the module that carries it out: apply.py, destroy.py, observe.py,
-drift.py; `check` reads the server's version and its nodes.
+drift.py; `check` reads the server's version and its nodes. Before a plan is applied, its pod
+templates get the cluster's placement (k8s_manifests/placement.py: the GPU model's node affinity,
+the dedicated nodes' label and toleration).
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from collections.abc import Mapping
 
 from gpupaas.provisioning.drivers.base import Applied, ClusterInfo, Observed, OnDrift, Progress
 from gpupaas.provisioning.drivers.k8s_manifests.api import Request
-from gpupaas.provisioning.drivers.k8s_manifests.nodes import node_info
+from gpupaas.provisioning.drivers.k8s_manifests.nodes import GPU_MODEL_LABELS, node_info
+from gpupaas.provisioning.drivers.k8s_manifests.placement import PlacementSettings, placed
 from gpupaas.provisioning.drivers.kubernetes.api import NODES, KubeApi
 from gpupaas.provisioning.drivers.kubernetes.apply import apply_plan
 from gpupaas.provisioning.drivers.kubernetes.connection import ClusterConnection, Transport
@@ -39,6 +42,7 @@ class KubernetesDriver:
         readiness_timeout: float = 600,
         request_timeout: float = 30,
         poll_interval: float = 1.0,
+        placement: PlacementSettings | None = None,
     ) -> None:
         for name, value in (
             ("readiness_timeout", readiness_timeout),
@@ -54,12 +58,15 @@ class KubernetesDriver:
         self.readiness_timeout = float(readiness_timeout)
         self.request_timeout = float(request_timeout)
         self.poll_interval = float(poll_interval)
+        # The cluster's placement settings (the registry passes the cluster's); none: pods go
+        # wherever the scheduler puts them.
+        self.placement = placement or PlacementSettings()
         self._api = KubeApi(Transport(connection, request_timeout=self.request_timeout))
 
     async def apply(self, plan: Plan, progress: Progress | None = None) -> Applied:
         return await apply_plan(
             self._api,
-            plan,
+            placed(plan, self.placement),
             progress or _silent,
             field_manager=self.field_manager,
             readiness_timeout=self.readiness_timeout,
@@ -90,10 +97,13 @@ class KubernetesDriver:
         nodes, _ = await self._api.list_objects(
             NODES, None, None, "listing the nodes (the driver needs list on nodes)"
         )
+        # The cluster's own GPU model labels first: they are what the placement requires.
+        own = [label for label in self.placement.gpu_model_labels.values() if label]
+        model_labels = tuple(dict.fromkeys([*own, *GPU_MODEL_LABELS]))
         server = str(version.get("gitVersion") or f"v{version.get('major', '?')}.{version.get('minor', '?')}")
         return ClusterInfo(
             server_version=server,
-            nodes=tuple(sorted((node_info(node) for node in nodes), key=lambda n: n.name)),
+            nodes=tuple(sorted((node_info(node, model_labels) for node in nodes), key=lambda n: n.name)),
         )
 
     async def close(self) -> None:
