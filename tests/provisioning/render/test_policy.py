@@ -3,8 +3,12 @@ template may create, checked by check_version when a version is added, one rule 
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+from gpupaas.instance_templates.builtins import BUILTIN_INSTANCE_TEMPLATES
+from gpupaas.instance_templates.spec import resolve
 from gpupaas.provisioning import plan
 from gpupaas.provisioning.builtins import BUILTIN_TEMPLATES
 from gpupaas.provisioning.render.checks import check_version, confinement_check, sample_context
@@ -18,6 +22,7 @@ from gpupaas.provisioning.render.policy import (
     quota_problems,
 )
 from gpupaas.provisioning.render.problems import Problem
+from gpupaas.service_instances.plan import build_service_plan
 
 NS = '"{{ instance.namespace }}"'
 
@@ -420,6 +425,30 @@ def test_no_template_may_label_its_objects_as_a_gpu_service_s(label: str, scope:
         f"document 1 (Deployment w), spec.template.metadata.labels.{label}: is a label by which gpupaas "
         "finds a GPU service's objects; a template may not set it"
     ]
+
+
+@pytest.mark.parametrize("template", BUILTIN_INSTANCE_TEMPLATES, ids=lambda t: t.name)
+def test_gpu_service_pods_keep_to_the_confinement(template: Any) -> None:
+    # Their pod specs are built by gpupaas from an instance template's fields (image, command, env,
+    # ports, mount path): none of them can ask for anything privileged.
+    plan = build_service_plan(
+        service_id="5d0c7f7e-0000-4000-8000-00000000000a",
+        name="svc",
+        spec=resolve(template.spec, {"generated_token": "t" * 32}),
+        gpu_count=1 if template.spec.vendor != "CPU" else 0,
+        compute_id="5d0c7f7e-0000-4000-8000-00000000000b",
+        compute_name="train",
+        project="ml",
+        compute_resources={
+            "cpu": "8",
+            "memory": "64Gi",
+            "storage": "100Gi",
+            "gpuCount": 2,
+            "gpuVendor": "NVIDIA",
+        },
+        profile_name="p",
+    )
+    assert confinement_problems(plan.manifests, plan.namespace) == []
 
 
 def test_the_label_constants_are_those_of_the_plan() -> None:

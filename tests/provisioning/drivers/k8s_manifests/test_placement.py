@@ -150,6 +150,18 @@ def test_the_requirements_go_into_every_term_of_the_template_s_own() -> None:
     assert place(placed, placement) == placed
 
 
+def test_null_affinity_fields_are_filled_in() -> None:
+    placed = place(
+        workload("Pod", {"containers": [], "affinity": None, "tolerations": None}),
+        Placement((H100,), (TOLERATION,)),
+    )
+    spec = spec_of(placed)
+    assert spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] == {
+        "nodeSelectorTerms": [{"matchExpressions": [H100]}]
+    }
+    assert spec["tolerations"] == [TOLERATION]
+
+
 def test_objects_without_pods_are_left_as_they_are() -> None:
     config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "b"}}
     assert place(config_map, Placement(requirements=(H100,))) == config_map

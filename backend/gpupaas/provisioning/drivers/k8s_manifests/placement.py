@@ -157,11 +157,19 @@ def placement_for(
     return Placement(tuple(requirements), tuple(tolerations))
 
 
+def _child(parent: dict[str, Any], key: str) -> dict[str, Any]:
+    """parent[key] as a mapping to fill in (a missing or null one becomes {})."""
+    child = parent.get(key)
+    if not isinstance(child, dict):
+        child = parent[key] = {}
+    return child
+
+
 def _place_spec(spec: dict[str, Any], placement: Placement) -> None:
     if placement.requirements:
-        affinity = spec.setdefault("affinity", {})
-        node_affinity = affinity.setdefault("nodeAffinity", {})
-        required = node_affinity.setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
+        required = _child(
+            _child(_child(spec, "affinity"), "nodeAffinity"), "requiredDuringSchedulingIgnoredDuringExecution"
+        )
         terms = required.get("nodeSelectorTerms")
         if not isinstance(terms, list) or not terms:
             terms = [{}]
