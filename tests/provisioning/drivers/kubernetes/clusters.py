@@ -145,8 +145,12 @@ NOTEBOOK_OUTPUTS = (
 )
 
 
-def notebook_plan(name: str = "nb", *, gpus: int = 1, resources_text: str = NOTEBOOK) -> Plan:
-    return make_plan(name=name, gpus=gpus, resources_text=resources_text, outputs=NOTEBOOK_OUTPUTS)
+def notebook_plan(
+    name: str = "nb", *, gpus: int = 1, resources_text: str = NOTEBOOK, trusted: bool = False
+) -> Plan:
+    return make_plan(
+        name=name, gpus=gpus, resources_text=resources_text, outputs=NOTEBOOK_OUTPUTS, trusted=trusted
+    )
 
 
 def new_driver(
