@@ -49,7 +49,7 @@ async def test_a_delete_waits_for_the_start_under_way(service: ServiceInstance) 
     assert claimed is not None and claimed.run.action == RunAction.START
     assert (await ServiceInstance.get(id=service.id)).status == ServiceStatus.STARTING
     # Plans are built from the claimed run: running, in the compute instance's namespace.
-    plan = (await SERVICES.work(claimed, KEY)).plan({})
+    plan = (await SERVICES.work(claimed, KEY)).plan(None)
     assert plan.within == str(service.compute_instance_id) and plan.manifests[1]["spec"]["replicas"] == 1
 
     await instances.delete_service(await platform_actor(), str(service.id))
@@ -118,7 +118,7 @@ async def test_stop_and_restart_build_their_plans(service: ServiceInstance) -> N
     stop = await DeploymentRun.get(service_id=service.id, action=RunAction.STOP)
     claimed = await runs.claim(SERVICES, str(stop.id), "a", LEASE)
     assert claimed is not None
-    assert (await SERVICES.work(claimed, KEY)).plan({}).manifests[1]["spec"]["replicas"] == 0
+    assert (await SERVICES.work(claimed, KEY)).plan(None).manifests[1]["spec"]["replicas"] == 0
     await runs.finish(SERVICES, stop.id, "a", succeeded=True, message=None, outputs={})
     assert (await ServiceInstance.get(id=service.id)).status == ServiceStatus.STOPPED
     # A plan cannot be built with another secret key: the run fails saying so.
@@ -126,7 +126,7 @@ async def test_stop_and_restart_build_their_plans(service: ServiceInstance) -> N
 
     work = await SERVICES.work(claimed, "x" * 64)
     with pytest.raises(PermanentError, match="another GPUPAAS_SECRET_KEY"):
-        work.plan({})
+        work.plan(None)
 
 
 async def test_a_start_that_a_delete_overtook_does_nothing(service: ServiceInstance) -> None:

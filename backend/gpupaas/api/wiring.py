@@ -18,3 +18,5 @@ def bind() -> None:
     compute_graphql.SERVICES_OF.bind(services_graphql.services_of)
     # A cluster that profiles deploy to, or instances are deployed on, is not deleted.
     clusters.CLUSTER_USERS.bind((catalog.profiles_on, compute.instances_on))
+    # A cluster's check reports the GPU models of the profiles deploying to it that no node has.
+    clusters.GPU_MODELS_ON.bind(catalog.gpu_models_on)

@@ -16,8 +16,19 @@ from gpupaas.graphql.common import DeletePayload, UserError, attempt, delete_pay
 from gpupaas.graphql.context import Info
 from gpupaas.graphql.loaders import by_id
 from gpupaas.provisioning.registry import ClusterDriver
+from gpupaas.provisioning.render.policy import TemplatePolicy
 
 ClusterDriverEnum = strawberry.enum(ClusterDriver, name="ClusterDriver")
+TemplatePolicyEnum = strawberry.enum(
+    TemplatePolicy,
+    name="TemplatePolicy",
+    description=(
+        "What a cluster lets environment templates do. CONFINED: every template keeps to the tenant "
+        "confinement (namespaced objects of the allowed kinds in the instance's namespace, no cluster "
+        "roles, nothing privileged in pods). TRUST_PLATFORM_TEMPLATES: templates of platform admins "
+        "(built-in and global) may go beyond it; a project's own templates are still confined."
+    ),
+)
 
 
 def clusters_by_id() -> DataLoader[uuid.UUID, Cluster | None]:
@@ -56,6 +67,18 @@ class GpuResourceNameInput:
     resource_name: str
 
 
+@strawberry.type(description="The node label that holds the GPU model of a vendor's nodes.")
+class GpuModelLabel:
+    vendor: Vendor
+    label: str = strawberry.field(description="Empty: the vendor's profiles get no GPU model placement.")
+
+
+@strawberry.input
+class GpuModelLabelInput:
+    vendor: Vendor
+    label: str = strawberry.field(description="Empty: no GPU model placement for the vendor's profiles.")
+
+
 @strawberry.type(description="A node as the last check saw it.")
 class ClusterNode:
     name: str
@@ -81,10 +104,23 @@ class ClusterType:
         description="The host users reach services on (connect links)."
     )
     gpu_resource_names: list[GpuResourceName]
+    template_policy: TemplatePolicy
+    gpu_model_labels: list[GpuModelLabel] = strawberry.field(
+        description="Where the driver reads a node's GPU model; a profile's pods require its model there."
+    )
+    dedicated_node_label: str | None = strawberry.field(
+        description="key=value: DEDICATED profiles' pods require it, SHARED ones' its absence."
+    )
+    dedicated_node_taint: str | None = strawberry.field(
+        description="key=value:Effect: the dedicated nodes' taint, which DEDICATED profiles' pods tolerate."
+    )
     status: ClusterStatus
     status_message: str | None
     server_version: str | None
     nodes: list[ClusterNode]
+    missing_gpu_models: list[str] = strawberry.field(
+        description="GPU models of the profiles deploying here that the last check found on no node."
+    )
     checked_at: datetime | None
     created_at: datetime
     updated_at: datetime
@@ -105,6 +141,13 @@ class ClusterType:
                 for vendor, name in service.gpu_resource_names(cluster).items()
                 if vendor != Vendor.CPU.value
             ],
+            template_policy=cluster.template_policy,
+            gpu_model_labels=[
+                GpuModelLabel(vendor=Vendor(vendor), label=label)
+                for vendor, label in sorted(service.gpu_model_labels(cluster).items())
+            ],
+            dedicated_node_label=cluster.dedicated_node_label,
+            dedicated_node_taint=cluster.dedicated_node_taint,
             status=cluster.status,
             status_message=cluster.status_message,
             server_version=cluster.server_version,
@@ -119,6 +162,7 @@ class ClusterType:
                 )
                 for node in cluster.nodes
             ],
+            missing_gpu_models=list(cluster.missing_gpu_models or []),
             checked_at=cluster.checked_at,
             created_at=cluster.created_at,
             updated_at=cluster.updated_at,
@@ -136,6 +180,10 @@ class CreateClusterInput:
     access_address: str | None = None
     gpu_resource_names: list[GpuResourceNameInput] | None = None
     is_default: bool | None = None
+    template_policy: TemplatePolicy | None = None
+    gpu_model_labels: list[GpuModelLabelInput] | None = None
+    dedicated_node_label: str | None = None
+    dedicated_node_taint: str | None = None
 
 
 @strawberry.input(description="`kubeconfig`: a new one replaces the stored one; an empty string removes it.")
@@ -150,6 +198,14 @@ class UpdateClusterInput:
     access_address: str | None = None
     gpu_resource_names: list[GpuResourceNameInput] | None = None
     is_default: bool | None = None
+    template_policy: TemplatePolicy | None = None
+    gpu_model_labels: list[GpuModelLabelInput] | None = None
+    dedicated_node_label: str | None = strawberry.field(
+        default=None, description="An empty string removes it."
+    )
+    dedicated_node_taint: str | None = strawberry.field(
+        default=None, description="An empty string removes it."
+    )
 
 
 @strawberry.type
@@ -171,6 +227,12 @@ def _cluster_in(data: CreateClusterInput | UpdateClusterInput) -> service.Cluste
         if data.gpu_resource_names is None
         else [(g.vendor.value, g.resource_name) for g in data.gpu_resource_names],
         is_default=data.is_default,
+        template_policy=data.template_policy,
+        gpu_model_labels=None
+        if data.gpu_model_labels is None
+        else [(g.vendor.value, g.label) for g in data.gpu_model_labels],
+        dedicated_node_label=data.dedicated_node_label,
+        dedicated_node_taint=data.dedicated_node_taint,
     )
 
 

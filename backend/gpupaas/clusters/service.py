@@ -1,6 +1,9 @@
 """The rules of clusters: platform admins register them (kubeconfigs encrypted at rest, never
 returned), every signed-in user may list them (to pick one for a profile), one is the default,
-and each is checked when registered or edited (reachable, version, nodes and their GPUs)."""
+and each is checked when registered or edited (reachable, version, nodes and their GPUs, and the
+GPU models of the profiles deploying to it that no node has). Only platform admins set what a
+cluster lets templates do (`templatePolicy`) and where pods go on it (its GPU model labels, its
+dedicated nodes' label and taint)."""
 
 from __future__ import annotations
 
@@ -19,8 +22,14 @@ from gpupaas.core.actor import Actor
 from gpupaas.core.errors import Collector, ErrorCode, UserErrors
 from gpupaas.core.hooks import Hook
 from gpupaas.core.ids import parse_id
+from gpupaas.provisioning.drivers.k8s_manifests.placement import (
+    label_key_problem,
+    parse_node_label,
+    parse_taint,
+)
 from gpupaas.provisioning.plan import PermanentError
-from gpupaas.provisioning.registry import Checker, ClusterDriver, ClusterTarget, resource_names
+from gpupaas.provisioning.registry import Checker, ClusterDriver, ClusterTarget, model_labels, resource_names
+from gpupaas.provisioning.render.policy import TemplatePolicy
 
 DEFAULT_CLUSTER = "simulated"
 
@@ -28,6 +37,9 @@ DEFAULT_CLUSTER = "simulated"
 # gpupaas.api.wiring: profiles that deploy to it, instances deployed on it). Each answers why not,
 # or None.
 CLUSTER_USERS: Hook[Sequence[Callable[[Cluster], Awaitable[str | None]]]] = Hook("the users of clusters")
+# The GPU models the catalog's profiles ask of a cluster (bound by gpupaas.api.wiring): model ->
+# the names of the profiles that ask for it.
+GPU_MODELS_ON: Hook[Callable[[Cluster], Awaitable[dict[str, list[str]]]]] = Hook("the GPU models of profiles")
 _RESOURCE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 MAX_KUBECONFIG = 256 * 1024
 
@@ -43,6 +55,12 @@ class ClusterIn:
     access_address: str | None = None
     gpu_resource_names: list[tuple[str, str]] | None = None
     is_default: bool | None = None
+    template_policy: TemplatePolicy | None = None
+    # (vendor, node label key) pairs over the defaults; an empty label: no GPU model placement for
+    # that vendor's profiles (nodes without such labels).
+    gpu_model_labels: list[tuple[str, str]] | None = None
+    dedicated_node_label: str | None = None
+    dedicated_node_taint: str | None = None
 
 
 async def list_clusters(actor: Actor) -> list[Cluster]:
@@ -152,6 +170,9 @@ def _check_fields(problems: Collector, cluster: Cluster, data: ClusterIn, secret
                 )
             names[vendor] = resource
         cluster.gpu_resource_names = names
+    if data.template_policy is not None:
+        cluster.template_policy = data.template_policy
+    _check_placement(problems, cluster, data)
     if (
         cluster.driver == ClusterDriver.KUBERNETES
         and not cluster.in_cluster
@@ -163,6 +184,39 @@ def _check_fields(problems: Collector, cluster: Cluster, data: ClusterIn, secret
             "a KUBERNETES cluster needs a kubeconfig (or inCluster)",
             ErrorCode.REQUIRED,
         )
+
+
+def _check_placement(problems: Collector, cluster: Cluster, data: ClusterIn) -> None:
+    if data.gpu_model_labels is not None:
+        labels: dict[str, str] = {}
+        for index, (vendor, key) in enumerate(data.gpu_model_labels):
+            if vendor in labels:
+                problems.add(("input", "gpuModelLabels", index, "vendor"), f"{vendor} is given twice")
+                continue
+            problem = label_key_problem(key.strip()) if key.strip() else None
+            if problem is not None:
+                problems.add(("input", "gpuModelLabels", index, "label"), problem)
+            labels[vendor] = key.strip()
+        cluster.gpu_model_labels = labels
+    if data.dedicated_node_label is not None:
+        cluster.dedicated_node_label = _setting(
+            problems, "dedicatedNodeLabel", data.dedicated_node_label, parse_node_label
+        )
+    if data.dedicated_node_taint is not None:
+        cluster.dedicated_node_taint = _setting(
+            problems, "dedicatedNodeTaint", data.dedicated_node_taint, parse_taint
+        )
+
+
+def _setting(problems: Collector, field: str, text: str, parse: Callable[[str], object]) -> str | None:
+    """A placement setting as stored ("" clears it), or None with a problem when it does not parse."""
+    if not text.strip():
+        return None
+    try:
+        return str(parse(text.strip()))
+    except ValueError as error:
+        problems.add(("input", field), str(error))
+        return None
 
 
 async def _make_default(cluster: Cluster) -> None:
@@ -179,7 +233,16 @@ def target_of(cluster: Cluster) -> ClusterTarget:
         in_cluster=cluster.in_cluster,
         context=cluster.context,
         gpu_resource_names=dict(cluster.gpu_resource_names or {}),
+        template_policy=cluster.template_policy,
+        gpu_model_labels=dict(cluster.gpu_model_labels or {}),
+        dedicated_node_label=cluster.dedicated_node_label,
+        dedicated_node_taint=cluster.dedicated_node_taint,
     )
+
+
+def gpu_model_labels(cluster: Cluster) -> dict[str, str]:
+    """The node label holding the GPU model per vendor on the cluster: its own over the defaults."""
+    return model_labels(target_of(cluster))
 
 
 def gpu_resource_names(cluster: Cluster | None) -> dict[str, str]:
@@ -207,18 +270,43 @@ async def kubernetes_clusters() -> list[Cluster]:
     return await Cluster.filter(driver=ClusterDriver.KUBERNETES)
 
 
+def _missing_models_message(cluster: Cluster, missing: Sequence[str], wanted: dict[str, list[str]]) -> str:
+    present = sorted({str(node["gpuModel"]) for node in cluster.nodes if node.get("gpuModel")})
+    models = "; ".join(
+        f'"{model}" (profiles {", ".join(sorted(wanted.get(model, []))[:10])})' for model in missing
+    )
+    if cluster.driver == ClusterDriver.KUBERNETES:
+        keys = ", ".join(
+            f"{label} for {vendor}" for vendor, label in sorted(gpu_model_labels(cluster).items())
+        )
+        rule = f"a profile's GPU model must be the value of the node label ({keys}): its pods require it"
+    else:
+        rule = "no node of the simulated inventory has them"
+    return (
+        f"GPU models on no node: {models}; the nodes have: {', '.join(present) or 'no GPU model labels'}. "
+        f"Their instances cannot be scheduled: {rule}."
+    )
+
+
 async def _apply_check(cluster: Cluster, checker: Checker) -> None:
-    result = await checker.check(target_of(cluster))
+    wanted = await GPU_MODELS_ON()(cluster)
+    result = await checker.check(target_of(cluster), list(wanted))
     cluster.status = ClusterStatus.READY if result.reachable else ClusterStatus.UNREACHABLE
-    cluster.status_message = result.message
     cluster.server_version = result.server_version
     cluster.nodes = result.nodes
+    cluster.missing_gpu_models = list(result.missing_gpu_models)
+    cluster.status_message = (
+        _missing_models_message(cluster, result.missing_gpu_models, wanted)
+        if result.reachable and result.missing_gpu_models
+        else result.message
+    )
     cluster.checked_at = datetime.now(UTC)
     await Cluster.filter(id=cluster.id).update(
         status=cluster.status,
         status_message=cluster.status_message,
         server_version=cluster.server_version,
         nodes=cluster.nodes,
+        missing_gpu_models=cluster.missing_gpu_models,
         checked_at=cluster.checked_at,
     )
 

@@ -11,6 +11,8 @@ from gpupaas.compute.models import ComputeInstance
 from gpupaas.compute.snapshot import effective_inputs
 from gpupaas.core.errors import Collector
 from gpupaas.provisioning.plan import Plan, build_plan
+from gpupaas.provisioning.registry import ClusterTarget, resource_names
+from gpupaas.provisioning.render.policy import TemplatePolicy
 
 
 def unmasked(instance: ComputeInstance, given: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -55,10 +57,10 @@ def _merged_pairs(base: Sequence[Sequence[str]], own: Sequence[Sequence[str]]) -
     return merged
 
 
-def plan_for(
-    instance: ComputeInstance, project_name: str, gpu_resource_names: dict[str, str] | None = None
-) -> Plan:
-    """The plan of the instance as it is saved now (raises PermanentError when it cannot render)."""
+def plan_for(instance: ComputeInstance, project_name: str, target: ClusterTarget | None = None) -> Plan:
+    """The plan of the instance as it is saved now, for the cluster `target` (its GPU resource names
+    and template policy; None: the defaults, CONFINED). Raises PermanentError when it cannot
+    render; a plan the tenant confinement refuses says so in `Plan.refused`."""
     snapshot = instance.profile_snapshot
     inputs = effective_inputs(Collector(), snapshot, [(k, v) for k, v in instance.inputs])
     return build_plan(
@@ -74,5 +76,7 @@ def plan_for(
         outputs=[output_from_json(o) for o in snapshot.outputs],
         labels=_merged_pairs(snapshot.labels, instance.labels),
         annotations=_merged_pairs(snapshot.annotations, instance.annotations),
-        gpu_resource_names=gpu_resource_names,
+        gpu_resource_names=resource_names(target),
+        template_scope=snapshot.template_scope,
+        template_policy=target.template_policy if target is not None else TemplatePolicy.CONFINED,
     )

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
 from typing import Any
 
 from gpupaas.accounts.sharing import SharingMode
@@ -13,6 +12,7 @@ from gpupaas.compute.configuration import plan_for
 from gpupaas.compute.models import ComputeInstance, ComputeInstanceShare
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.provisioning.plan import INSTANCE_LABEL, Plan
+from gpupaas.provisioning.registry import ClusterTarget
 from gpupaas.runs.kinds import Claimed, RunKind, Work
 from gpupaas.runs.lifecycle import now
 from gpupaas.runs.models import DeploymentRun
@@ -93,8 +93,8 @@ class ComputeRuns(RunKind[ComputeInstance]):
     async def work(self, claimed: Claimed[ComputeInstance], secret_key: str) -> Work:
         instance = claimed.subject
 
-        def plan(resource_names: Mapping[str, str]) -> Plan:
-            return plan_for(instance, claimed.project_name, dict(resource_names))
+        def plan(target: ClusterTarget | None) -> Plan:
+            return plan_for(instance, claimed.project_name, target)
 
         return Work(cluster_id=instance.profile_snapshot.cluster_id, plan=plan)
 

@@ -143,7 +143,9 @@ async def _launchable_profile(owner: Project, profile_id: str) -> ComputeProfile
     pid = parse_id(profile_id)
     if pid is None:
         return None
-    profile = await ComputeProfile.get_or_none(id=pid).select_related("template_version__template", "project")
+    profile = await ComputeProfile.get_or_none(id=pid).select_related(
+        "template_version__template__project", "project"
+    )
     if profile is None:
         return None
     if profile.project.id == owner.id or profile.sharing_mode == SharingMode.ALL_PROJECTS:

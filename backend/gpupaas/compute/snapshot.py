@@ -21,6 +21,7 @@ from gpupaas.catalog.models import AllocationType, ComputeProfile
 from gpupaas.catalog.service.definitions import OverridePolicy, definition_from_json
 from gpupaas.core.errors import Collector, ErrorCode
 from gpupaas.provisioning.inputs import check_value
+from gpupaas.provisioning.render.policy import TemplateScope
 
 JsonObject = dict[str, Any]
 
@@ -82,6 +83,9 @@ class Snapshot:
     output_settings: tuple[JsonObject, ...]
     labels: tuple[tuple[str, str], ...]
     annotations: tuple[tuple[str, str], ...]
+    # Who may write the template: a PLATFORM one may go beyond the tenant confinement on a cluster
+    # that trusts platform templates. Snapshots taken before it was kept read as PROJECT (confined).
+    template_scope: TemplateScope = TemplateScope.PROJECT
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Snapshot:
@@ -105,6 +109,7 @@ class Snapshot:
             output_settings=tuple(data.get("outputSettings") or ()),
             labels=_pairs(data.get("labels")),
             annotations=_pairs(data.get("annotations")),
+            template_scope=TemplateScope(data.get("templateScope", TemplateScope.PROJECT.value)),
         )
 
     def to_json(self) -> JsonObject:
@@ -126,6 +131,7 @@ class Snapshot:
             "outputSettings": list(self.output_settings),
             "labels": [list(pair) for pair in self.labels],
             "annotations": [list(pair) for pair in self.annotations],
+            "templateScope": self.template_scope.value,
         }
 
     @property
@@ -134,7 +140,8 @@ class Snapshot:
 
 
 def take_snapshot(profile: ComputeProfile, cluster_id: uuid.UUID | None) -> Snapshot:
-    """The profile as an instance launched from it now keeps it (its version and template loaded)."""
+    """The profile as an instance launched from it now keeps it (its version, template and the
+    template's project loaded)."""
     version = profile.template_version
     return Snapshot(
         cluster_id=str(cluster_id) if cluster_id else None,
@@ -160,6 +167,9 @@ def take_snapshot(profile: ComputeProfile, cluster_id: uuid.UUID | None) -> Snap
         output_settings=tuple(profile.output_settings),
         labels=_pairs(profile.labels),
         annotations=_pairs(profile.annotations),
+        template_scope=TemplateScope.PLATFORM
+        if version.template.project.is_system
+        else TemplateScope.PROJECT,
     )
 
 

@@ -9,7 +9,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpupaas.provisioning.inputs import InputDefinition, typed_value
-from gpupaas.provisioning.render.problems import TemplateError
+from gpupaas.provisioning.render.policy import (
+    CONFINED_NAMESPACE_LABELS,
+    TemplatePolicy,
+    TemplateScope,
+    confinement_problems,
+    is_confined,
+    label_problems,
+    quota_problems,
+)
+from gpupaas.provisioning.render.problems import Problem, TemplateError
 from gpupaas.provisioning.render.rendering import OutputDefinition, RenderContext, render
 
 # The extended resource each vendor's device plugin advertises.
@@ -77,6 +86,15 @@ class Plan:
     # A GPU service instance's plan: the id of the compute instance it runs in. Its objects go into
     # that instance's namespace and use its quota; no capacity of its own is admitted.
     within: str | None = None
+    # Why the plan may not be applied (the tenant confinement, decided when it was built: see
+    # build_plan), or None. Drivers refuse to apply such a plan; destroying it is allowed, so
+    # that whatever an older gpupaas applied can still go.
+    refused: str | None = None
+
+    def check_admissible(self) -> None:
+        """Raises PermanentError when the plan may not be applied (`refused`)."""
+        if self.refused is not None:
+            raise PermanentError(self.refused)
 
 
 def namespace_for(project: str, instance_name: str, instance_id: str) -> str:
@@ -104,8 +122,17 @@ def build_plan(
     annotations: Mapping[str, str],
     generated_token: str = "",
     gpu_resource_names: Mapping[str, str] | None = None,
+    template_scope: TemplateScope = TemplateScope.PROJECT,
+    template_policy: TemplatePolicy = TemplatePolicy.CONFINED,
 ) -> Plan:
-    """Renders the template for the instance; raises PermanentError when it cannot be rendered."""
+    """Renders the template for the instance; raises PermanentError when it cannot be rendered.
+
+    gpupaas's labels win over the template's: every object carries MANAGED_BY and INSTANCE_LABEL
+    with this instance's id, whatever the template says (else a template could claim another
+    instance's objects). Unless the template is trusted (a PLATFORM one on a cluster whose
+    `template_policy` is TRUST_PLATFORM_TEMPLATES), it is confined (render/policy.py): the plan
+    is `refused` when the rendered objects break the confinement or give more than the profile
+    (its quota), and the instance's Namespace gets gpupaas's Pod Security level."""
     vendor = str(resources["gpuVendor"])
     names = {**GPU_RESOURCE_NAMES, **(gpu_resource_names or {})}
     resource_name = names.get(vendor, "nvidia.com/gpu")
@@ -140,10 +167,15 @@ def build_plan(
         raise PermanentError(
             "the template cannot be rendered: " + "; ".join(str(p) for p in error.problems)
         ) from None
-    common_labels = {**labels, MANAGED_BY: "gpupaas", INSTANCE_LABEL: instance_id}
+    confined = is_confined(template_scope, template_policy)
+    problems = _policy_problems(manifests, context, namespace, confined)
+    identity = {MANAGED_BY: "gpupaas", INSTANCE_LABEL: instance_id}
     for manifest in manifests:
         metadata = manifest.setdefault("metadata", {})
-        metadata["labels"] = {**common_labels, **(metadata.get("labels") or {})}
+        own = metadata.get("labels") or {}
+        metadata["labels"] = {**labels, **own, **identity}
+        if confined and manifest.get("kind") == "Namespace" and metadata.get("name") == namespace:
+            metadata["labels"].update(CONFINED_NAMESPACE_LABELS)
         if annotations:
             metadata["annotations"] = {**annotations, **(metadata.get("annotations") or {})}
     return Plan(
@@ -164,4 +196,37 @@ def build_plan(
         context=context,
         labels=dict(labels),
         annotations=dict(annotations),
+        refused=_refusal(problems, template_scope, template_policy) if problems else None,
     )
+
+
+def _policy_problems(
+    manifests: list[dict[str, Any]], context: RenderContext, namespace: str, confined: bool
+) -> list[Problem]:
+    problems = label_problems(manifests)
+    if confined:
+        problems.extend(confinement_problems(manifests, namespace))
+        problems.extend(
+            quota_problems(
+                manifests,
+                cpu=context.cpu,
+                memory=context.memory,
+                storage=context.storage,
+                gpu_count=context.gpu_count,
+                gpu_resource_name=context.gpu_resource_name,
+            )
+        )
+    return problems
+
+
+def _refusal(problems: Sequence[Problem], scope: TemplateScope, policy: TemplatePolicy) -> str:
+    if scope == TemplateScope.PROJECT:
+        why = "the project's template breaks the tenant confinement"
+    elif policy == TemplatePolicy.CONFINED:
+        why = (
+            "the platform template breaks the tenant confinement of this cluster (its templatePolicy "
+            "is CONFINED; a platform admin may set TRUST_PLATFORM_TEMPLATES)"
+        )
+    else:
+        why = "the template sets labels gpupaas reserves"
+    return f"{why}, so nothing was applied: " + "; ".join(str(problem) for problem in problems)

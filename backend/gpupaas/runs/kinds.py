@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 from tortoise.models import Model
 
 from gpupaas.provisioning.plan import Plan
+from gpupaas.provisioning.registry import ClusterTarget
 from gpupaas.runs.models import DeploymentRun
 from gpupaas.runs.states import RunAction
 
@@ -63,10 +64,12 @@ class Claimed(Generic[S]):
 @dataclass(frozen=True)
 class Work:
     """What a worker applies for a claimed run: the cluster (None: the default one), and the plan
-    for that cluster's GPU resource names (raises PermanentError when it cannot be built)."""
+    for that cluster as `clusters.target_for` found it (its GPU resource names, its template
+    policy; None: no cluster is registered). Building the plan raises PermanentError when it
+    cannot be built."""
 
     cluster_id: str | None
-    plan: Callable[[Mapping[str, str]], Plan]
+    plan: Callable[[ClusterTarget | None], Plan]
 
 
 class RunKind(ABC, Generic[S]):

@@ -13,6 +13,10 @@ instance's quota still fits every GPU service it can hold. A service without GPU
 gets the namespace's LimitRange defaults. The workspace claim gets the same share of the
 instance's storage (all of the default 20Gi, or less when the instance has less, without GPUs).
 
+Placement: the plan carries its compute instance's allocation (DEDICATED or SHARED) and GPU model,
+so that the kubernetes driver puts the service's pod where the instance's GPUs are (the model's
+nodes, the cluster's dedicated nodes for a DEDICATED instance).
+
 Outputs: `nodePort.<port name>` for each port, read from the Service as the cluster filled it in.
 
 Failure injection for the simulated cluster (tests and demos): the compute instance's annotation
@@ -99,17 +103,20 @@ def build_service_plan(
     compute_resources: Mapping[str, Any],
     profile_name: str,
     gpu_resource_names: Mapping[str, str] | None = None,
+    allocation: str = "SHARED",
     running: bool = True,
     restart: str | None = None,
     annotations: Mapping[str, str] | None = None,
 ) -> Plan:
     """The plan of a service instance: running (one replica, `restart` to replace the pod) or
-    stopped (zero replicas). `spec` must be resolved. Raises ValueError for what cannot make valid
+    stopped (zero replicas), placed as its compute instance (`allocation`, the GPU model of
+    `compute_resources`). `spec` must be resolved. Raises ValueError for what cannot make valid
     objects (a spec that passed check_spec and a checked gpu_count always can)."""
     names = {**GPU_RESOURCE_NAMES, **(gpu_resource_names or {})}
     resource_name = names.get(spec.vendor, GPU_RESOURCE_NAMES["NVIDIA"])
     namespace = namespace_for(project, compute_name, compute_id)
     cpu, memory, workspace = service_resources(compute_resources, gpu_count)
+    gpu_model = compute_resources.get("gpuModel") or None
     manifests = build_objects(
         spec=spec,
         name=name,
@@ -143,7 +150,7 @@ def build_service_plan(
         storage=workspace,
         gpu_count=gpu_count,
         gpu_vendor=spec.vendor,
-        gpu_model=None,
+        gpu_model=gpu_model,
         gpu_resource_name=resource_name,
     )
     return Plan(
@@ -151,13 +158,13 @@ def build_service_plan(
         instance_name=name,
         project=project,
         namespace=namespace,
-        allocation="SHARED",
+        allocation=allocation,
         cpu=cpu or "0",
         memory=memory or "0",
         storage=workspace,
         gpu_count=gpu_count,
         gpu_vendor=spec.vendor,
-        gpu_model=None,
+        gpu_model=gpu_model,
         gpu_resource_name=resource_name,
         manifests=tuple(manifests),
         outputs=outputs,

@@ -14,6 +14,7 @@ from gpupaas.compute.models import ComputeInstance
 from gpupaas.core import crypto
 from gpupaas.instance_templates.spec import resolve
 from gpupaas.provisioning.plan import SERVICE_LABEL, PermanentError, Plan
+from gpupaas.provisioning.registry import ClusterTarget, resource_names
 from gpupaas.runs.kinds import Claimed, RunKind, Work
 from gpupaas.runs.lifecycle import now
 from gpupaas.runs.models import DeploymentRun
@@ -61,6 +62,7 @@ def plan_of(
         compute_resources=snapshot.resources.to_json(),
         profile_name=snapshot.profile_name,
         gpu_resource_names=dict(resource_names),
+        allocation=snapshot.allocation_type.value,
         running=running,
         restart=restart,
         annotations=annotations,
@@ -138,13 +140,13 @@ class ServiceRuns(RunKind[ServiceInstance]):
         service, run = claimed.subject, claimed.run
         instance = await ComputeInstance.get(id=service.compute_instance_id)
 
-        def plan(resource_names: Mapping[str, str]) -> Plan:
+        def plan(target: ClusterTarget | None) -> Plan:
             try:
                 return plan_of(
                     service,
                     instance,
                     claimed.project_name,
-                    resource_names,
+                    resource_names(target),
                     values=generated_values(secret_key, service),
                     running=run.action in (RunAction.START, RunAction.RESTART),
                     restart=str(run.id) if run.action == RunAction.RESTART else None,

@@ -42,7 +42,7 @@ from gpupaas.events.bus import (
 )
 from gpupaas.provisioning.drivers.base import Driver
 from gpupaas.provisioning.plan import DriverError, PermanentError, Plan
-from gpupaas.provisioning.registry import DriverRegistry, resource_names
+from gpupaas.provisioning.registry import DriverRegistry
 from gpupaas.runs import lifecycle as runs
 from gpupaas.runs.kinds import RunKind
 from gpupaas.runs.models import DeploymentRun
@@ -294,7 +294,7 @@ class Worker:
         async def make_plan() -> tuple[Driver, Plan]:
             work = await kind.work(claimed, self.drivers.settings.secret_key)
             target = await clusters.target_for(work.cluster_id)
-            return self.drivers.driver(target), work.plan(resource_names(target))
+            return self.drivers.driver(target), work.plan(target)
 
         outcome = await self._carry_out(run, make_plan)
         await runs.finish(

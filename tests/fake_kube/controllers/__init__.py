@@ -1,7 +1,8 @@
 """The cluster behind the API: scheduler, kubelet and controllers, controllable from tests.
 
 - Scheduler: binds a pod to the first node (by name) where it fits: unschedulable nodes, node
-  selectors and required node affinity, NoSchedule/NoExecute taints, and resources (allocatable
+  selectors and required node affinity, NoSchedule/NoExecute taints (as kube-scheduler reads them:
+  `node_affinity`), and resources (allocatable
   minus the requests of the pods already on the node, including `pods`). When nothing fits, the
   pod stays Pending with PodScheduled=False, reason Unschedulable and the scheduler's message
   ("0/4 nodes are available: 4 Insufficient nvidia.com/gpu. preemption: ..."), and a

@@ -1,10 +1,12 @@
-"""The scheduler: binds pods to nodes where they fit, or reports why they do not."""
+"""The scheduler: binds pods to nodes where they fit, or reports why they do not (node selectors,
+required node affinity and taints as kube-scheduler reads them: node_affinity.py)."""
 
 from __future__ import annotations
 
 from decimal import Decimal
 
-from tests.fake_kube import admission, selectors
+from tests.fake_kube import admission
+from tests.fake_kube.controllers import node_affinity
 from tests.fake_kube.controllers.base import (
     KUBELET,
     NODE,
@@ -45,8 +47,7 @@ class Scheduler(ControllerBase):
             )
             if not tolerated:
                 return ["node(s) were unschedulable"], False
-        labels = get_path(node_obj, "metadata", "labels") or {}
-        if not self._selector_matches(spec, labels):
+        if not node_affinity.matches_node(spec, node_obj):
             return ["node(s) didn't match Pod's node affinity/selector"], False
         taints = list(get_path(node_obj, "spec", "taints") or [])
         ready = next(
@@ -55,12 +56,10 @@ class Scheduler(ControllerBase):
         )
         if ready.get("status") != "True":
             taints.append({"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"})
-        for taint in taints:
-            if taint.get("effect") not in ("NoSchedule", "NoExecute"):
-                continue
-            if not any(self._tolerates(t, taint) for t in spec.get("tolerations") or []):
-                value = taint.get("value", "")
-                return [f"node(s) had untolerated taint {{{taint.get('key')}: {value}}}"], False
+        taint = node_affinity.untolerated_taint(spec, taints)
+        if taint is not None:
+            value = taint.get("value", "")
+            return [f"node(s) had untolerated taint {{{taint.get('key')}: {value}}}"], False
         allocatable = get_path(node_obj, "status", "allocatable") or {}
         used = self._node_used(node_obj["metadata"]["name"])
         reasons = []
@@ -74,41 +73,6 @@ class Scheduler(ControllerBase):
             if used.get(resource, Decimal(0)) + amount > total:
                 reasons.append("Too many pods" if resource == "pods" else f"Insufficient {resource}")
         return reasons, True
-
-    @staticmethod
-    def _tolerates(toleration: Obj, taint: Obj) -> bool:
-        if toleration.get("effect") and toleration.get("effect") != taint.get("effect"):
-            return False
-        if toleration.get("operator") == "Exists":
-            return not toleration.get("key") or toleration.get("key") == taint.get("key")
-        return toleration.get("key") == taint.get("key") and toleration.get("value", "") == taint.get(
-            "value", ""
-        )
-
-    @staticmethod
-    def _selector_matches(spec: Obj, labels: dict[str, str]) -> bool:
-        for key, value in (spec.get("nodeSelector") or {}).items():
-            if labels.get(key) != value:
-                return False
-        terms = get_path(
-            spec,
-            "affinity",
-            "nodeAffinity",
-            "requiredDuringSchedulingIgnoredDuringExecution",
-            "nodeSelectorTerms",
-        )
-        if not terms:
-            return True
-        for term in terms:
-            try:
-                requirements = selectors.from_label_selector(
-                    {"matchExpressions": term.get("matchExpressions") or []}
-                )
-            except selectors.SelectorError:
-                continue
-            if requirements is not None and selectors.matches(requirements, labels):
-                return True
-        return False
 
     def _reconcile_schedule(self, namespace: str, name: str) -> None:
         pod = self.store.find(POD, namespace, name)

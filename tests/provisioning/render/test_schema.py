@@ -9,6 +9,7 @@ import pytest
 
 from gpupaas.provisioning.inputs import InputDefinition
 from gpupaas.provisioning.render.checks import check_version
+from gpupaas.provisioning.render.policy import TemplateScope
 from gpupaas.provisioning.render.schema import validate_manifest
 from tests.provisioning.render.templates import GPUS, NAMESPACE, QUOTA, SERVICE, deployment, only_problem
 
@@ -86,7 +87,9 @@ def test_a_field_deep_in_a_list_is_located() -> None:
     ],
 )
 def test_an_invalid_rendered_name_is_reported(resources: str, message: str) -> None:
-    problem = only_problem(check_version(resources, [], []))
+    # A platform template: for a project's, a Namespace not named after the instance breaks the
+    # confinement too.
+    problem = only_problem(check_version(resources, [], [], scope=TemplateScope.PLATFORM))
 
     assert (problem.document, problem.path) == (0, ("metadata", "name"))
     assert message in problem.message
@@ -148,7 +151,8 @@ def test_a_bad_quantity_is_reported_where_the_schema_cannot() -> None:
 def test_a_kind_kubernetes_does_not_have_is_reported() -> None:
     resources = deployment().replace("apiVersion: apps/v1", "apiVersion: extensions/v1beta1")
 
-    problem = only_problem(check_version(resources, [], []))
+    # A platform template: a project's would be refused the kind by the confinement too.
+    problem = only_problem(check_version(resources, [], [], scope=TemplateScope.PLATFORM))
 
     assert problem.path == ("kind",)
     assert problem.message == "Kubernetes 1.37 has no kind Deployment in apiVersion extensions/v1beta1"
@@ -159,7 +163,8 @@ def test_custom_resources_are_checked_for_their_name_only() -> None:
         "apiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\nmetadata: {name: queue}\nspec: {anything: 1}\n"
     )
 
-    assert check_version(resources, [], []) == []
+    # A platform template's (a project's own may create only the kinds of the confinement).
+    assert check_version(resources, [], [], scope=TemplateScope.PLATFORM) == []
 
 
 @pytest.mark.parametrize(

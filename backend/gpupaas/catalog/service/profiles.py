@@ -5,15 +5,22 @@ preview, and what keeps a cluster in use.
 
 A project's ADMINs manage its profiles; its MEMBERs, and those of the projects a profile is
 shared with, see it in their catalog. A profile the caller may not see is reported as not existing.
+
+A profile binds a template version to a cluster (its own, or the default one): when the cluster
+confines the template (a project's own template anywhere, a platform template on a CONFINED
+cluster), the version is rendered with the profile's resources and must keep to the tenant
+confinement (provisioning/render/policy.py), or the profile is not saved. The worker checks again
+at every deploy, with the cluster as it is then.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tortoise.exceptions import IntegrityError
+from tortoise.expressions import Q
 from tortoise.transactions import in_transaction
 
 from gpupaas.accounts import sharing
@@ -36,15 +43,18 @@ from gpupaas.catalog.service.profile_settings import (
     resolve_input_settings,
     resolve_output_settings,
 )
+from gpupaas.catalog.service.templates import template_scope
 from gpupaas.catalog.service.visibility import ShownProfile, profiles_shown, project_for_listing
 from gpupaas.clusters.models import Cluster
-from gpupaas.clusters.service import cluster_for_profile
+from gpupaas.clusters.service import cluster_for_profile, default_cluster, gpu_resource_names
 from gpupaas.core import quantities, validation
 from gpupaas.core.actor import Actor
 from gpupaas.core.errors import Collector, ErrorCode, Forbidden, InvalidArgument, UserErrors
 from gpupaas.core.gpus import Vendor
 from gpupaas.core.ids import parse_id
 from gpupaas.core.pagination import Page
+from gpupaas.provisioning.render.checks import confinement_check, sample_context
+from gpupaas.provisioning.render.policy import TemplateScope, is_confined
 
 MAX_GPU_COUNT = 1024
 
@@ -242,6 +252,51 @@ async def _apply_cluster(problems: Collector, profile: ComputeProfile, data: Pro
         problems.problems.extend(error.problems)
 
 
+async def _check_confinement(
+    problems: Collector, profile: ComputeProfile, version: EnvironmentTemplateVersion
+) -> None:
+    """The version, rendered with the profile's resources, keeps to the tenant confinement of the
+    profile's cluster (its own or the default one), when that cluster confines it."""
+    if profile.cluster_id is not None:
+        cluster = await Cluster.get_or_none(id=profile.cluster_id)
+    else:
+        cluster = await default_cluster()
+    if cluster is None:
+        return
+    scope = template_scope(version.template.project)
+    if not is_confined(scope, cluster.template_policy):
+        return
+    defs = [definition_from_json(d) for d in version.inputs]
+    names = gpu_resource_names(cluster)
+    context = replace(
+        sample_context(defs),
+        profile_name=profile.name,
+        cpu=profile.cpu,
+        memory=profile.memory,
+        storage=profile.storage,
+        gpu_count=profile.gpu_count,
+        gpu_vendor=profile.gpu_vendor.value,
+        gpu_model=profile.gpu_model,
+        gpu_resource_name=names.get(profile.gpu_vendor.value, names["NVIDIA"]),
+    )
+    found = confinement_check(version.resources, defs, context)
+    if not found:
+        return
+    what = f'template "{version.template.name}" version "{version.version}"'
+    if scope == TemplateScope.PLATFORM:
+        why = (
+            f'{what} goes beyond the tenant confinement of cluster "{cluster.name}" (its templatePolicy '
+            "is CONFINED; a platform admin may set TRUST_PLATFORM_TEMPLATES, or choose another cluster)"
+        )
+    else:
+        why = f"{what} breaks the tenant confinement"
+    problems.add(
+        ("input", "environmentTemplateVersion"),
+        f"{why}: " + "; ".join(str(problem) for problem in found),
+        ErrorCode.FORBIDDEN,
+    )
+
+
 async def create_profile(actor: Actor, project: str, data: ProfileIn) -> ComputeProfile:
     owner = await require_project(actor, project, ("input", "project"))
     actor.require_admin_of(owner)
@@ -276,6 +331,8 @@ async def create_profile(actor: Actor, project: str, data: ProfileIn) -> Compute
         outs = [output_from_json(o) for o in version.outputs]
         profile.input_settings = resolve_input_settings(problems, defs, data.input_settings, [])
         profile.output_settings = resolve_output_settings(problems, outs, data.output_settings, [])
+        if not problems:
+            await _check_confinement(problems, profile, version)
     if not problems and await ComputeProfile.exists(project_id=owner.id, name=name):
         problems.add(
             ("input", "name"),
@@ -301,7 +358,9 @@ async def update_profile(actor: Actor, profile_id: str, data: ProfileIn) -> Comp
         problems.add(
             ("input", "name"), "the unique name of a compute profile cannot change", ErrorCode.IMMUTABLE
         )
-    version = await EnvironmentTemplateVersion.get(id=profile.template_version_id)
+    version = await EnvironmentTemplateVersion.get(id=profile.template_version_id).select_related(
+        "template__project"
+    )
     if data.template_version_id is not None and parse_id(data.template_version_id) != version.id:
         new_version = await _pinnable_version(
             actor, profile.project, data.template_version_id, must_be_active=True
@@ -325,6 +384,8 @@ async def update_profile(actor: Actor, profile_id: str, data: ProfileIn) -> Comp
     profile.output_settings = resolve_output_settings(
         problems, outs, data.output_settings, profile.output_settings
     )
+    if not problems:
+        await _check_confinement(problems, profile, version)
     problems.raise_if_any()
     profile.revision += 1
     await profile.save()
@@ -349,6 +410,25 @@ async def set_profile_sharing(
         profile.sharing_mode = mode
         await profile.save(update_fields=["sharing_mode", "updated_at"])
     return profile
+
+
+async def gpu_models_on(cluster: Cluster) -> dict[str, list[str]]:
+    """The GPU models the profiles deploying to the cluster ask for (those naming it, and those
+    naming none when it is the default), each with the profiles ("project/name") that ask."""
+    where = Q(cluster_id=cluster.id)
+    if cluster.is_default:
+        where |= Q(cluster_id__isnull=True)
+    rows = await (
+        ComputeProfile.filter(where)
+        .exclude(gpu_vendor=Vendor.CPU)
+        .filter(gpu_model__isnull=False)
+        .values_list("project__name", "name", "gpu_model")
+    )
+    models: dict[str, list[str]] = {}
+    for project, name, model in sorted(rows, key=lambda row: (str(row[2]), str(row[0]), str(row[1]))):
+        if str(model).strip():
+            models.setdefault(str(model).strip(), []).append(f"{project}/{name}")
+    return models
 
 
 async def profiles_on(cluster: Cluster) -> str | None:

@@ -4,7 +4,9 @@ and the built-in templates' sync.
 
 A project's ADMINs manage its templates; MEMBERs read them (internals hidden: visibility.py).
 Built-in templates live in the system project: every project may pin them, only platform admins
-change them.
+change them. A project's own template is confined (provisioning/render/policy.py) from its first
+version: what it may create is checked when the version is added; a platform template (the
+system project's) is checked when a profile binds it to a cluster (profiles.py).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from gpupaas.core.search import matching
 from gpupaas.provisioning import builtins
 from gpupaas.provisioning.inputs import InputDefinition
 from gpupaas.provisioning.render.checks import check_version
+from gpupaas.provisioning.render.policy import TemplateScope
 from gpupaas.provisioning.render.rendering import OutputDefinition
 
 _VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,62}$")
@@ -169,11 +172,18 @@ async def delete_template(actor: Actor, template_id: str) -> str:
     )
 
 
+def template_scope(owner: Project) -> TemplateScope:
+    """Who may write the templates of `owner`: platform admins only (the system project's built-in
+    and global templates), or the project's ADMINs."""
+    return TemplateScope.PLATFORM if owner.is_system else TemplateScope.PROJECT
+
+
 def _version_problems(
     version: str,
     resources: str,
     inputs: Sequence[InputDefinitionIn],
     outputs: Sequence[OutputDefinitionIn],
+    scope: TemplateScope,
 ) -> tuple[Collector, list[InputDefinition], list[OutputDefinition]]:
     problems = Collector()
     if not _VERSION.match(version):
@@ -207,7 +217,7 @@ def _version_problems(
     elif not resources.strip():
         problems.add(("input", "resources"), "must hold at least one Kubernetes manifest", ErrorCode.REQUIRED)
     else:
-        for problem in check_version(resources, definitions, outs):
+        for problem in check_version(resources, definitions, outs, scope=scope):
             if problem.field == "resources" or not problem.path:
                 problems.add(("input", problem.field), str(problem))
             else:
@@ -225,7 +235,9 @@ async def add_version(
     state: VersionState | None,
 ) -> EnvironmentTemplateVersion:
     template = await _require_template(actor, template_id, ("input", "template"))
-    problems, definitions, outs = _version_problems(version, resources, inputs, outputs)
+    problems, definitions, outs = _version_problems(
+        version, resources, inputs, outputs, template_scope(template.project)
+    )
     if not problems and await EnvironmentTemplateVersion.exists(template_id=template.id, version=version):
         problems.add(("input", "version"), f'version "{version}" already exists', ErrorCode.TAKEN)
     problems.raise_if_any()

@@ -135,7 +135,8 @@ class ClusterInfo:
 class Driver(Protocol):
     async def apply(self, plan: Plan, progress: Progress | None = None) -> Applied:
         """Creates or updates everything in the plan and waits until it is ready. Idempotent:
-        applying the same plan twice leaves one set of objects. Raises DriverError."""
+        applying the same plan twice leaves one set of objects. Raises DriverError; a plan the
+        tenant confinement refused (`Plan.refused`) is a PermanentError before anything is applied."""
         ...
 
     async def destroy(self, plan: Plan, progress: Progress | None = None) -> None:

@@ -11,6 +11,9 @@ string that is exactly one placeholder takes the value's own type (a number stay
 - placeholders.py: the `{{ ... }}` syntax and the variables a placeholder may name.
 - rendering.py: `render` and `render_outputs`, what a deploy uses.
 - schema.py: `validate_manifest`, what the Kubernetes API would reject in a rendered object.
+- policy.py: the tenant confinement, what a project's template may ask of a shared cluster (kinds,
+  namespaces, RBAC, pod settings, quotas), checked on rendered objects.
 - checks.py: `check_version`, everything wrong with a version when it is added (never when a user
-  deploys): shape, variables, input and output definitions, and a trial render against the schema.
+  deploys): shape, variables, input and output definitions, and a trial render against the schema
+  and the confinement.
 """

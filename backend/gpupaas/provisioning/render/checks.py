@@ -3,7 +3,9 @@
 Never when a user deploys: a version that passes renders for every set of valid inputs. The
 static checks (YAML, object shape, placeholders, input and output definitions) come first; then
 the version is rendered with `sample_context` and every object is checked against the Kubernetes
-schema (schema.py). `sample_context` is also what a preview renders with.
+schema (schema.py) and, for a project's own template, against the tenant confinement
+(render/policy.py). `sample_context` is also what a preview renders with;
+`confinement_check` is what binding a platform template to a CONFINED cluster checks.
 """
 
 from __future__ import annotations
@@ -22,11 +24,17 @@ from gpupaas.provisioning.inputs import (
 )
 from gpupaas.provisioning.render.parse import load
 from gpupaas.provisioning.render.placeholders import expression_problem, placeholders_in
-from gpupaas.provisioning.render.problems import Problem, object_ref
-from gpupaas.provisioning.render.rendering import OutputDefinition, RenderContext, render_documents
+from gpupaas.provisioning.render.policy import (
+    TemplateScope,
+    confinement_problems,
+    label_problems,
+    quota_problems,
+)
+from gpupaas.provisioning.render.problems import Problem, TemplateError, object_ref
+from gpupaas.provisioning.render.rendering import OutputDefinition, RenderContext, render, render_documents
 from gpupaas.provisioning.render.schema import manifest_problems
 
-__all__ = ["check_version", "sample_context"]
+__all__ = ["check_version", "confinement_check", "sample_context"]
 
 
 _SAMPLE_STRINGS = ("sample", "sample-1", "a", "1", "A", "a1", "v1", "1.0.0", "sample@example.com")
@@ -135,6 +143,7 @@ def check_version(
     inputs: Sequence[InputDefinition],
     outputs: Sequence[OutputDefinition],
     *,
+    scope: TemplateScope = TemplateScope.PROJECT,
     kubernetes_version: str = "1.37.0",
 ) -> list[Problem]:
     """Everything wrong with a template version; an empty list when it may be added.
@@ -144,7 +153,10 @@ def check_version(
     `kubernetes_version` kubernetes-validate has no schemas for raises ValueError). When no
     sample satisfies a STRING input's pattern, a plain string stands in for it and problems the
     schema reports at the fields that string lands in are not reported (their type still is):
-    they would be about the stand-in, not about the template.
+    they would be about the stand-in, not about the template. A PROJECT template's rendered
+    objects must also keep to the tenant confinement (policy.confinement_problems: its kinds,
+    namespaces, RBAC and pod settings); a PLATFORM template's are checked when a profile binds it
+    to a cluster (`confinement_check`), since whether they may go further depends on the cluster.
     """
     documents, problems = load(resources)
     parsed = not (problems and problems[0].document is None)
@@ -160,12 +172,15 @@ def check_version(
     problems.extend(_definition_problems(inputs, outputs, kinds if parsed else None))
     if any(problem.field == "resources" for problem in problems):
         return problems
-    problems.extend(_trial_render(documents, inputs, kubernetes_version))
+    problems.extend(_trial_render(documents, inputs, kubernetes_version, scope))
     return problems
 
 
 def _trial_render(
-    documents: Sequence[Mapping[str, Any]], inputs: Sequence[InputDefinition], kubernetes_version: str
+    documents: Sequence[Mapping[str, Any]],
+    inputs: Sequence[InputDefinition],
+    kubernetes_version: str,
+    scope: TemplateScope,
 ) -> list[Problem]:
     context = sample_context(inputs)
     first = {defn.name: defn for defn in reversed(inputs)}.values()
@@ -179,4 +194,31 @@ def _trial_render(
             if path in skip and keyword != "type":
                 continue
             problems.append(Problem(message, index, path, object_ref=ref))
+    # Named as the template writes them ("Namespace {{ instance.namespace }}"), not as rendered.
+    refs = [object_ref(document) for document in documents]
+    problems.extend(label_problems(rendered, refs))
+    if scope == TemplateScope.PROJECT:
+        problems.extend(confinement_problems(rendered, context.instance_namespace, refs))
     return problems
+
+
+def confinement_check(
+    resources: str, inputs: Sequence[InputDefinition], context: RenderContext | None = None
+) -> list[Problem]:
+    """What in a stored version breaks the tenant confinement, rendered with `context` (by default
+    `sample_context(inputs)`; a profile's check passes its own resources in it): its kinds,
+    namespaces, RBAC and pod settings, and quotas above the context's resources. A version that
+    does not render reports why (it could not have been stored through check_version)."""
+    context = context or sample_context(inputs)
+    try:
+        rendered = render(resources, context)
+    except TemplateError as error:
+        return error.problems
+    return confinement_problems(rendered, context.instance_namespace) + quota_problems(
+        rendered,
+        cpu=context.cpu,
+        memory=context.memory,
+        storage=context.storage,
+        gpu_count=context.gpu_count,
+        gpu_resource_name=context.gpu_resource_name,
+    )

@@ -15,6 +15,7 @@ from gpupaas.provisioning.drivers.k8s_manifests.pods import IMMEDIATE, Graces
 from gpupaas.provisioning.drivers.kubernetes.connection import ClusterConnection
 from gpupaas.provisioning.drivers.kubernetes.driver import KubernetesDriver
 from gpupaas.provisioning.plan import Plan, build_plan, namespace_for
+from gpupaas.provisioning.render.policy import TemplatePolicy, TemplateScope
 from gpupaas.provisioning.render.rendering import OutputDefinition
 from tests.fake_kube import FakeKube
 
@@ -45,8 +46,10 @@ def make_plan(
     memory: str = "64Gi",
     resources_text: str | None = None,
     outputs: tuple[OutputDefinition, ...] | None = None,
+    trusted: bool = False,
 ) -> Plan:
-    """A plan as build_plan makes it for a profile on a built-in template (or on `resources_text`)."""
+    """A plan as build_plan makes it for a profile on a built-in template (or on `resources_text`),
+    confined as a project's template is (`trusted`: a platform template on a cluster that trusts them)."""
     builtin = builtin_template(template)
     assert builtin is not None
     return build_plan(
@@ -69,6 +72,8 @@ def make_plan(
         outputs=builtin.outputs if outputs is None else outputs,
         labels={"team": "ml"},
         annotations={"gpupaas.io/owner": "alice"},
+        template_scope=TemplateScope.PLATFORM if trusted else TemplateScope.PROJECT,
+        template_policy=TemplatePolicy.TRUST_PLATFORM_TEMPLATES if trusted else TemplatePolicy.CONFINED,
     )
 
 
@@ -143,8 +148,12 @@ NOTEBOOK_OUTPUTS = (
 )
 
 
-def notebook_plan(name: str = "nb", *, gpus: int = 1, resources_text: str = NOTEBOOK) -> Plan:
-    return make_plan(name=name, gpus=gpus, resources_text=resources_text, outputs=NOTEBOOK_OUTPUTS)
+def notebook_plan(
+    name: str = "nb", *, gpus: int = 1, resources_text: str = NOTEBOOK, trusted: bool = False
+) -> Plan:
+    return make_plan(
+        name=name, gpus=gpus, resources_text=resources_text, outputs=NOTEBOOK_OUTPUTS, trusted=trusted
+    )
 
 
 def new_driver(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import pytest
 
@@ -49,6 +50,8 @@ async def test_a_gpu_namespace_plan_is_applied_with_its_labels_and_outputs(
         "gpupaas.io/instance": plan.instance_id,
         "gpupaas.io/profile": "h100",
         "kubernetes.io/metadata.name": ns("nb"),
+        # a confined instance's namespace holds its pods to Pod Security "baseline"
+        "pod-security.kubernetes.io/enforce": "baseline",
     }
     assert namespace["metadata"]["annotations"] == {"gpupaas.io/owner": "alice"}
     quota = fake.get("v1", "ResourceQuota", "compute", ns("nb"))
@@ -228,8 +231,11 @@ async def test_a_kind_the_cluster_does_not_serve_is_refused_before_anything_is_a
         NOTEBOOK + "---\napiVersion: cert-manager.io/v1\nkind: Certificate\nmetadata:\n  name: tls\n"
     )
 
+    # A platform template on a cluster that trusts them: a project's own would be refused the kind
+    # by the tenant confinement first.
+    plan = make_plan(resources_text=certificate, outputs=(), gpus=1, trusted=True)
     with pytest.raises(PermanentError) as error:
-        await driver.apply(notebook_plan(resources_text=certificate))
+        await driver.apply(plan)
 
     assert str(error.value) == (
         "certificate tls: the cluster does not serve kind Certificate of cert-manager.io/v1 "
@@ -238,13 +244,38 @@ async def test_a_kind_the_cluster_does_not_serve_is_refused_before_anything_is_a
     assert not [r for r in fake.requests if r.method == "PATCH"]
 
 
-async def test_a_template_that_overrides_the_identity_labels_is_refused(driver: KubernetesDriver) -> None:
-    stolen = SETTINGS_ONLY.replace(
-        "  name: settings\n", "  name: settings\n  labels:\n    app.kubernetes.io/managed-by: helm\n"
+async def test_a_template_s_own_identity_labels_lose_to_the_instance_s(
+    fake: FakeKube, driver: KubernetesDriver
+) -> None:
+    # A template that claims another instance's objects: build_plan's labels win.
+    stolen = NOTEBOOK.replace(
+        "  name: jupyter\n",
+        "  name: jupyter\n  labels:\n    app.kubernetes.io/managed-by: helm\n    gpupaas.io/instance: someone-else\n",
+        1,
+    )
+    assert "gpupaas.io/instance: someone-else" in stolen
+    plan = notebook_plan(resources_text=stolen)
+
+    await driver.apply(plan)
+
+    service = fake.get("v1", "Service", "jupyter", ns("nb"))
+    assert service is not None
+    labels = service["metadata"]["labels"]
+    assert (labels["app.kubernetes.io/managed-by"], labels["gpupaas.io/instance"]) == (
+        "gpupaas",
+        plan.instance_id,
+    )
+
+
+async def test_a_plan_whose_objects_lack_the_identity_labels_is_refused(driver: KubernetesDriver) -> None:
+    # Not one build_plan made (it always labels): the driver still refuses to apply it.
+    plan = make_plan(resources_text=SETTINGS_ONLY, outputs=())
+    stolen = dict(
+        plan.manifests[0], metadata={"name": "settings", "labels": {"app.kubernetes.io/managed-by": "helm"}}
     )
 
     with pytest.raises(PermanentError, match=r'label app\.kubernetes\.io/managed-by is "helm"'):
-        await driver.apply(make_plan(resources_text=stolen, outputs=()))
+        await driver.apply(replace(plan, manifests=(stolen,)))
 
 
 async def test_an_invalid_object_fails_with_the_cause(driver: KubernetesDriver) -> None:

@@ -6,7 +6,7 @@ that GPU feature discovery and the clouds set.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from decimal import ROUND_FLOOR
 from typing import Any
 
@@ -55,8 +55,9 @@ def gpu_resources(capacity: Mapping[str, Any]) -> dict[str, int]:
     return {name: count for name, count in sorted(found.items()) if count > 0}
 
 
-def node_info(node: Mapping[str, Any]) -> NodeInfo:
-    """A Node object (GET /api/v1/nodes) as a NodeInfo."""
+def node_info(node: Mapping[str, Any], model_labels: Sequence[str] = GPU_MODEL_LABELS) -> NodeInfo:
+    """A Node object (GET /api/v1/nodes) as a NodeInfo; its GPU model is the value of the first of
+    `model_labels` it has (a cluster's own GPU model labels come before the known ones)."""
     status = status_of(node)
     allocatable = status.get("allocatable")
     allocatable = allocatable if isinstance(allocatable, Mapping) else {}
@@ -64,7 +65,7 @@ def node_info(node: Mapping[str, Any]) -> NodeInfo:
     capacity = capacity if isinstance(capacity, Mapping) else {}
     labels = metadata_of(node).get("labels")
     labels = labels if isinstance(labels, Mapping) else {}
-    model = next((str(labels[key]) for key in GPU_MODEL_LABELS if labels.get(key)), None)
+    model = next((str(labels[key]) for key in model_labels if labels.get(key)), None)
     ready = condition_of(node, "Ready")
     return NodeInfo(
         name=str(metadata_of(node).get("name") or ""),

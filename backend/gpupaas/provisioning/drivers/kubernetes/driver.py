@@ -2,7 +2,9 @@
 
 `KubernetesDriver` holds one connection (connection.py, api.py) and its settings, and hands each
 call of the Driver protocol to the module that carries it out: apply.py, destroy.py, observe.py,
-drift.py; `check` reads the server's version and its nodes.
+drift.py; `check` reads the server's version and its nodes. Before a plan is applied, its pod
+templates get the cluster's placement (k8s_manifests/placement.py: the GPU model's node affinity,
+the dedicated nodes' label and toleration).
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from collections.abc import Callable, Mapping
 from gpupaas.provisioning.drivers.base import Applied, ClusterInfo, Observed, OnDrift, Progress
 from gpupaas.provisioning.drivers.k8s_manifests.access import missing_text
 from gpupaas.provisioning.drivers.k8s_manifests.api import Request
-from gpupaas.provisioning.drivers.k8s_manifests.nodes import node_info
+from gpupaas.provisioning.drivers.k8s_manifests.nodes import GPU_MODEL_LABELS, node_info
+from gpupaas.provisioning.drivers.k8s_manifests.placement import PlacementSettings, placed
 from gpupaas.provisioning.drivers.k8s_manifests.pods import Graces
 from gpupaas.provisioning.drivers.kubernetes.access import missing_permissions
 from gpupaas.provisioning.drivers.kubernetes.api import NODES, KubeApi
@@ -47,6 +50,7 @@ class KubernetesDriver:
         clock: Callable[[], float] = time.monotonic,
         retry_seconds: float = 300,
         retry_first_pause: float = 0.5,
+        placement: PlacementSettings | None = None,
     ) -> None:
         """`graces`: how long what usually passes by itself (a crash the kubelet restarts, an
         image pull it retries, a pod waiting for a node) is waited for before it fails a run or,
@@ -85,11 +89,14 @@ class KubernetesDriver:
             retry_seconds=self.retry_seconds,
             first_pause=float(retry_first_pause),
         )
+        # The cluster's placement settings (the registry passes the cluster's); none: pods go
+        # wherever the scheduler puts them.
+        self.placement = placement or PlacementSettings()
 
     async def apply(self, plan: Plan, progress: Progress | None = None) -> Applied:
         return await apply_plan(
             self._api,
-            plan,
+            placed(plan, self.placement),
             progress or _silent,
             field_manager=self.field_manager,
             readiness_timeout=self.readiness_timeout,
@@ -132,10 +139,13 @@ class KubernetesDriver:
         nodes, _ = await self._api.list_objects(
             NODES, None, None, "listing the nodes (the driver needs list on nodes)"
         )
+        # The cluster's own GPU model labels first: they are what the placement requires.
+        own = [label for label in self.placement.gpu_model_labels.values() if label]
+        model_labels = tuple(dict.fromkeys([*own, *GPU_MODEL_LABELS]))
         server = str(version.get("gitVersion") or f"v{version.get('major', '?')}.{version.get('minor', '?')}")
         return ClusterInfo(
             server_version=server,
-            nodes=tuple(sorted((node_info(node) for node in nodes), key=lambda n: n.name)),
+            nodes=tuple(sorted((node_info(node, model_labels) for node in nodes), key=lambda n: n.name)),
         )
 
     async def close(self) -> None:

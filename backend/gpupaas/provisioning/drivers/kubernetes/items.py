@@ -3,6 +3,8 @@
 Every manifest of the plan gets its namespace defaulted to the plan's and its pod templates
 stamped with the instance's labels (so that pods can be found and watched), and is paired with the
 `ApiResource` discovery found for its kind; they come in dependency order (k8s_manifests/objects.py).
+A plan refused by the tenant confinement (`Plan.refused`) is not applied: nothing reaches the
+cluster.
 """
 
 from __future__ import annotations
@@ -66,9 +68,11 @@ class Item:
 
 
 async def plan_items(api: KubeApi, plan: Plan, *, strict: bool) -> list[Item]:
-    """The plan's objects as they are applied, in order. `strict`: a kind the cluster does not
-    serve, or an object without the instance's labels, fails (apply); otherwise it is skipped
-    (destroy, observe: what cannot exist is not there)."""
+    """The plan's objects as they are applied, in order. `strict`: a plan the tenant confinement
+    refused, a kind the cluster does not serve, or an object without the instance's labels, fails
+    (apply); otherwise it is skipped (destroy, observe: what cannot exist is not there)."""
+    if strict:
+        plan.check_admissible()
     problems: list[str] = []
     prepared: list[tuple[dict[str, Any], ApiResource]] = []
     for manifest in plan.manifests:

@@ -97,6 +97,7 @@ class SimulatedDriver:
 
     async def apply(self, plan: Plan, progress: Progress | None = None) -> Applied:
         report = progress or _silent
+        plan.check_admissible()  # the tenant confinement: nothing of a refused plan is applied
         request = Request.of(plan)
         failures = Failures.of(plan)
         self._validate(plan.manifests)
