@@ -86,6 +86,7 @@ async def test_another_instances_object_is_not_taken_over_and_the_message_names_
             "name: settings", f"name: settings\n  namespace: {first.namespace}"
         ),
         outputs=(),
+        trusted=True,  # a platform template on a trusting cluster: confinement would refuse it first
     )
 
     with pytest.raises(PermanentError) as error:

@@ -204,7 +204,8 @@ rules:
 async def test_a_cluster_role_binding_is_refused_with_403_and_a_clear_message(
     fake: FakeKube, worker: KubernetesDriver
 ) -> None:
-    plan = make_plan(resources_text=CLUSTER_ADMIN_FOR_ALL, outputs=())
+    # trusted: the tenant policy would refuse it before the cluster sees it; here RBAC is the test
+    plan = make_plan(resources_text=CLUSTER_ADMIN_FOR_ALL, outputs=(), trusted=True)
 
     with pytest.raises(PermanentError) as error:
         await worker.apply(plan)
@@ -223,7 +224,7 @@ async def test_a_cluster_role_binding_is_refused_with_403_and_a_clear_message(
 async def test_a_role_binding_to_cluster_admin_is_refused_by_the_escalation_check(
     fake: FakeKube, worker: KubernetesDriver
 ) -> None:
-    plan = make_plan(resources_text=ADMIN_IN_THE_NAMESPACE, outputs=())
+    plan = make_plan(resources_text=ADMIN_IN_THE_NAMESPACE, outputs=(), trusted=True)
 
     with pytest.raises(PermanentError) as error:
         await worker.apply(plan)
