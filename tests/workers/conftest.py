@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -96,3 +97,52 @@ async def wait_status(
         reached, timeout=timeout, what=f"{instance_id} to be {'/'.join(s.value for s in statuses)}"
     )
     return await ComputeInstance.get(id=instance_id)
+
+
+@asynccontextmanager
+async def kubernetes_runtime(
+    settings: Settings,
+    kubeconfig: str,
+    *,
+    nodes: Sequence[dict[str, Any]],
+    fake: Any,
+    is_default: bool = False,
+    **changes: Any,
+) -> AsyncIterator[tuple[Runtime, Any]]:
+    """A running runtime (in-process bus, worker, drift watch) whose KUBERNETES cluster "lab" is the
+    fake API server `fake` (with `nodes`), registered through the service as a platform admin
+    would, with `kubeconfig`; short driver timings unless `changes` says otherwise."""
+    from gpupaas.accounts.service import actor_for
+    from gpupaas.clusters import service as clusters
+    from gpupaas.provisioning.registry import ClusterDriver
+    from tests.factories import make_user
+
+    fake.set_nodes(list(nodes))
+    chosen = replace(
+        fast(settings),
+        **{
+            "kubernetes_poll_seconds": 0.05,
+            "kubernetes_readiness_timeout_seconds": 10,
+            "kubernetes_request_timeout_seconds": 5,
+            **changes,
+        },
+    )
+    runtime = Runtime(chosen, run_worker=True)
+    root = await make_user("root", platform_admin=True)
+    cluster = await clusters.create_cluster(
+        await actor_for(root.user),
+        clusters.ClusterIn(
+            name="lab",
+            driver=ClusterDriver.KUBERNETES,
+            kubeconfig=kubeconfig,
+            access_address="gpu.example.com",
+            is_default=is_default or None,
+        ),
+        secret_key=chosen.secret_key,
+        checker=runtime.drivers,
+    )
+    await runtime.start()
+    try:
+        yield runtime, cluster
+    finally:
+        await runtime.stop()

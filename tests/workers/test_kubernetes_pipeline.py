@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,20 +15,18 @@ import pytest
 from gpupaas.accounts.service import actor_for
 from gpupaas.catalog.service.profiles import ResourcesIn
 from gpupaas.catalog.service.templates import InputDefinitionIn, OutputDefinitionIn
-from gpupaas.clusters import service as clusters
 from gpupaas.clusters.models import ClusterStatus
 from gpupaas.compute import service as compute
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core.gpus import Vendor
 from gpupaas.provisioning.plan import namespace_for
-from gpupaas.provisioning.registry import ClusterDriver
 from gpupaas.runs.models import DeploymentRun
 from gpupaas.runtime import Runtime
 from gpupaas.settings import Settings
-from tests.factories import make_instance, make_profile, make_project, make_template, make_user, make_version
+from tests.factories import make_instance, make_profile, make_project, make_template, make_version
 from tests.fake_kube import FakeKube, node
-from tests.workers.conftest import eventually, fast, wait_status
+from tests.workers.conftest import eventually, kubernetes_runtime, wait_status
 
 S = DeploymentStatus
 
@@ -83,32 +80,10 @@ async def kube_runtime(
     graces: dict[str, Any],
 ) -> AsyncIterator[tuple[Runtime, Any]]:
     """A runtime (in-process bus, worker, drift watch) and a KUBERNETES cluster on the fake server."""
-    fake_kube.set_nodes([node("gpu-0", gpus=8), node("gpu-1", gpus=8), node("cpu-0")])
-    chosen = replace(
-        fast(settings),
-        kubernetes_poll_seconds=0.05,
-        kubernetes_readiness_timeout_seconds=10,
-        kubernetes_request_timeout_seconds=5,
-        **graces,
-    )
-    runtime = Runtime(chosen, run_worker=True)
-    root = await make_user("root", platform_admin=True)
-    cluster = await clusters.create_cluster(
-        await actor_for(root.user),
-        clusters.ClusterIn(
-            name="lab",
-            driver=ClusterDriver.KUBERNETES,
-            kubeconfig=fake_kube.kubeconfig(tmp_path / "kubeconfig").read_text(),
-            access_address="gpu.example.com",
-        ),
-        secret_key=chosen.secret_key,
-        checker=runtime.drivers,
-    )
-    await runtime.start()
-    try:
-        yield runtime, cluster
-    finally:
-        await runtime.stop()
+    nodes = [node("gpu-0", gpus=8), node("gpu-1", gpus=8), node("cpu-0")]
+    kubeconfig = fake_kube.kubeconfig(tmp_path / "kubeconfig").read_text()
+    async with kubernetes_runtime(settings, kubeconfig, nodes=nodes, fake=fake_kube, **graces) as running:
+        yield running
 
 
 async def test_registering_checks_the_cluster(kube_runtime: tuple[Runtime, Any]) -> None:

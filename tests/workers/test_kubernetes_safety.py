@@ -7,7 +7,6 @@ out in one attempt."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,18 +15,15 @@ import pytest
 from gpupaas.accounts.models import User
 from gpupaas.accounts.service import actor_for
 from gpupaas.catalog.service.templates import InputDefinitionIn
-from gpupaas.clusters import service as clusters
 from gpupaas.compute import service as compute
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core.actor import Actor
 from gpupaas.provisioning.plan import namespace_for
-from gpupaas.provisioning.registry import ClusterDriver
 from gpupaas.runs.models import DeploymentRun
-from gpupaas.runtime import Runtime
 from gpupaas.settings import Settings
-from tests.factories import make_instance, make_profile, make_project, make_template, make_user, make_version
+from tests.factories import make_instance, make_profile, make_project, make_template, make_version
 from tests.fake_kube import FakeKube, node
-from tests.workers.conftest import fast, wait_status
+from tests.workers.conftest import kubernetes_runtime, wait_status
 
 S = DeploymentStatus
 
@@ -54,32 +50,12 @@ SETTINGS_NAME = InputDefinitionIn(
 @pytest.fixture
 async def runtime(db: object, settings: Settings, fake_kube: FakeKube, tmp_path: Path) -> AsyncIterator[Any]:
     """A runtime (in-process bus, worker) and a KUBERNETES cluster on the fake server; the cluster."""
-    fake_kube.set_nodes([node("gpu-0", gpus=8), node("cpu-0")])
-    chosen = replace(
-        fast(settings),
-        kubernetes_poll_seconds=0.05,
-        kubernetes_readiness_timeout_seconds=10,
-        kubernetes_request_timeout_seconds=5,
-        kubernetes_retry_seconds=30,
-    )
-    running = Runtime(chosen, run_worker=True)
-    root = await make_user("root", platform_admin=True)
-    cluster = await clusters.create_cluster(
-        await actor_for(root.user),
-        clusters.ClusterIn(
-            name="lab",
-            driver=ClusterDriver.KUBERNETES,
-            kubeconfig=fake_kube.kubeconfig(tmp_path / "kubeconfig").read_text(),
-            access_address="gpu.example.com",
-        ),
-        secret_key=chosen.secret_key,
-        checker=running.drivers,
-    )
-    await running.start()
-    try:
+    nodes = [node("gpu-0", gpus=8), node("cpu-0")]
+    kubeconfig = fake_kube.kubeconfig(tmp_path / "kubeconfig").read_text()
+    async with kubernetes_runtime(
+        settings, kubeconfig, nodes=nodes, fake=fake_kube, kubernetes_retry_seconds=30
+    ) as (_, cluster):
         yield cluster
-    finally:
-        await running.stop()
 
 
 async def _root() -> Actor:

@@ -6,7 +6,6 @@ templatePolicy trusts platform templates, and refused again when the cluster con
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +23,12 @@ from gpupaas.clusters import service as clusters
 from gpupaas.compute import service as compute
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core.actor import Role
-from gpupaas.provisioning.registry import ClusterDriver
 from gpupaas.runtime import Runtime
 from gpupaas.settings import Settings
 from tests.conftest import GraphQLClient
 from tests.factories import make_instance, make_profile, make_project, make_template, make_user, make_version
 from tests.fake_kube import FakeKube, node
-from tests.workers.conftest import fast, wait_status
+from tests.workers.conftest import kubernetes_runtime, wait_status
 
 S = DeploymentStatus
 
@@ -85,31 +83,12 @@ async def kube_runtime(
     db: object, settings: Settings, fake_kube: FakeKube, tmp_path: Path
 ) -> AsyncIterator[tuple[Runtime, Any]]:
     """A runtime (in-process bus, worker) and the default cluster, KUBERNETES, on the fake server."""
-    fake_kube.set_nodes([node("gpu-0", gpus=8), node("cpu-0")])
-    chosen = replace(
-        fast(settings),
-        kubernetes_poll_seconds=0.05,
-        kubernetes_readiness_timeout_seconds=10,
-        kubernetes_request_timeout_seconds=5,
-    )
-    runtime = Runtime(chosen, run_worker=True)
-    root = await make_user("root", platform_admin=True)
-    cluster = await clusters.create_cluster(
-        await actor_for(root.user),
-        clusters.ClusterIn(
-            name="lab",
-            driver=ClusterDriver.KUBERNETES,
-            kubeconfig=fake_kube.kubeconfig(tmp_path / "kubeconfig").read_text(),
-            is_default=True,
-        ),
-        secret_key=chosen.secret_key,
-        checker=runtime.drivers,
-    )
-    await runtime.start()
-    try:
-        yield runtime, cluster
-    finally:
-        await runtime.stop()
+    nodes = [node("gpu-0", gpus=8), node("cpu-0")]
+    kubeconfig = fake_kube.kubeconfig(tmp_path / "kubeconfig").read_text()
+    async with kubernetes_runtime(
+        settings, kubeconfig, nodes=nodes, fake=fake_kube, is_default=True
+    ) as running:
+        yield running
 
 
 def writes(fake: FakeKube) -> list[str]:

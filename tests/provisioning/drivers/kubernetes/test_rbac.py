@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from gpupaas.accounts.service import actor_for
 from gpupaas.catalog.service.profiles import ResourcesIn
-from gpupaas.clusters import service as clusters
 from gpupaas.clusters.models import ClusterStatus
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core.gpus import Vendor
@@ -29,14 +26,12 @@ from gpupaas.provisioning.builtins import BUILTIN_TEMPLATES
 from gpupaas.provisioning.drivers.base import Observed, Phase
 from gpupaas.provisioning.drivers.kubernetes.driver import KubernetesDriver
 from gpupaas.provisioning.plan import GPU_RESOURCE_NAMES, PermanentError, namespace_for
-from gpupaas.provisioning.registry import ClusterDriver
-from gpupaas.runtime import Runtime
 from gpupaas.service_instances.plan import build_service_plan
 from gpupaas.settings import Settings
-from tests.factories import make_instance, make_profile, make_project, make_template, make_user, make_version
+from tests.factories import make_instance, make_profile, make_project, make_template, make_version
 from tests.fake_kube import FakeKube, node
 from tests.provisioning.drivers.kubernetes.clusters import make_plan, new_driver, ns
-from tests.workers.conftest import fast, wait_status
+from tests.workers.conftest import kubernetes_runtime, wait_status
 
 WORKER_RBAC = Path(__file__).resolve().parents[4] / "infra" / "rbac" / "gpupaas-worker.yaml"
 WORKER = "system:serviceaccount:gpupaas-system:gpupaas-worker"
@@ -314,31 +309,9 @@ async def worker_runtime(
     db: object, settings: Settings, fake: FakeKube, tmp_path: Path
 ) -> AsyncIterator[Any]:
     """A runtime whose KUBERNETES cluster is registered with the worker's kubeconfig."""
-    fake.set_nodes(NODES)
-    chosen = replace(
-        fast(settings),
-        kubernetes_poll_seconds=0.05,
-        kubernetes_readiness_timeout_seconds=10,
-        kubernetes_request_timeout_seconds=5,
-    )
-    runtime = Runtime(chosen, run_worker=True)
-    root = await make_user("root", platform_admin=True)
-    cluster = await clusters.create_cluster(
-        await actor_for(root.user),
-        clusters.ClusterIn(
-            name="lab",
-            driver=ClusterDriver.KUBERNETES,
-            kubeconfig=fake.kubeconfig(tmp_path / "worker.kubeconfig", token=worker_token(fake)).read_text(),
-            access_address="gpu.example.com",
-        ),
-        secret_key=chosen.secret_key,
-        checker=runtime.drivers,
-    )
-    await runtime.start()
-    try:
+    kubeconfig = fake.kubeconfig(tmp_path / "worker.kubeconfig", token=worker_token(fake)).read_text()
+    async with kubernetes_runtime(settings, kubeconfig, nodes=NODES, fake=fake) as (_, cluster):
         yield cluster
-    finally:
-        await runtime.stop()
 
 
 async def test_a_run_refused_by_rbac_is_failed_with_the_api_server_s_reason(
