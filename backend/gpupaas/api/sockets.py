@@ -108,13 +108,16 @@ class SocketSessions:
         socket = self._sockets.get(websocket)
         if socket is None:
             return False
+        if socket.expires_at is not None and socket.expires_at <= datetime.now(UTC):
+            self.discard(websocket)  # known without asking the database
+            await self._close(websocket)
+            return False
         try:
             actor = await self._authenticate(socket.authorization, socket.cookie)
-        except Exception:  # the database is down: keep the connection, check again later
+        except Exception:  # the database is down: keep the connection, check again next round
             log.warning("checking a websocket's credentials failed; keeping it until the next check")
             return True
-        expired = socket.expires_at is not None and socket.expires_at <= datetime.now(UTC)
-        if expired or _lost_rights(socket.context.actor, actor):
+        if _lost_rights(socket.context.actor, actor):
             self.discard(websocket)
             await self._close(websocket)
             return False
