@@ -85,9 +85,9 @@ async def _answers(url: str, status: int | None) -> bool:
     try:
         async with httpx.AsyncClient(timeout=1) as http:
             response = await http.get(url)
-    except (httpx.ConnectError, httpx.ReadError, httpx.ReadTimeout):
-        # Refused, or reset/never answered: a connection accepted while the endpoint was closing
-        # (asyncio drops it). Nothing answers there.
+    except (httpx.ConnectError, httpx.ReadError, httpx.ReadTimeout, httpx.RemoteProtocolError):
+        # Refused, or reset/closed/never answered: a connection accepted while the endpoint was
+        # closing (asyncio drops it). Nothing answers there.
         return status is None
     return response.status_code == status
 
