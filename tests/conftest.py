@@ -44,6 +44,9 @@ from tests.required import POSTGRES, missing
 pytest_plugins = ["pytester"]
 
 DEFAULT_POSTGRES = "postgres://postgres@127.0.0.1:5432/test"
+# The app's GPUPAAS_SECRET_KEY in tests: what the factories seal sensitive values with, so that the
+# app and its worker read them.
+SECRET_KEY = "k" * 64
 
 # The studio's screenshots (tests/e2e). Listed at the end of the run from here, the conftest that
 # the xdist controller loads too: its workers take them.
@@ -189,7 +192,7 @@ async def db(
 def settings(db: Database) -> Settings:
     # Tests write through the service layer (factories), which does not bump the data version as
     # mutations do: the response cache is off here, and tests/graphql/test_response_cache.py tests it.
-    return Settings(database_url=db.url, secret_key="k" * 64, response_cache=False)
+    return Settings(database_url=db.url, secret_key=SECRET_KEY, response_cache=False)
 
 
 class GraphQLClient:

@@ -18,6 +18,7 @@ from gpupaas.catalog.models import (
 from gpupaas.catalog.service import profiles, templates
 from gpupaas.core.actor import Actor, Role
 from gpupaas.core.gpus import Vendor
+from tests.conftest import SECRET_KEY
 
 _seq = itertools.count(1)
 
@@ -110,6 +111,7 @@ async def make_version(
         NAMESPACE_INPUTS if inputs is None else inputs,
         NAMESPACE_OUTPUTS if outputs is None else outputs,
         state,
+        secret_key=SECRET_KEY,
     )
 
 
@@ -132,7 +134,7 @@ async def make_profile(
         ),
         **fields,
     )
-    return await profiles.create_profile(await platform_actor(), project.name, data)
+    return await profiles.create_profile(await platform_actor(), project.name, data, secret_key=SECRET_KEY)
 
 
 async def make_instance(
@@ -142,4 +144,6 @@ async def make_instance(
 
     deploy = bool(fields.pop("deploy", False))
     data = compute.InstanceIn(name=name or f"inst-{next(_seq)}", **fields)
-    return await compute.create_instance(await platform_actor(), project.name, str(profile.id), data, deploy)
+    return await compute.create_instance(
+        await platform_actor(), project.name, str(profile.id), data, deploy, secret_key=SECRET_KEY
+    )

@@ -237,7 +237,7 @@ def create_app(settings: Settings, *, migrate: bool = True, runtime: Runtime | N
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         if migrate:
-            await db.migrate_database(settings.database_url)
+            await db.migrate_database(settings.database_url, settings.secret_key)
         await db.connect(settings.database_url)
         await bootstrap.seed()
         owned = graphql.runtime is None

@@ -33,7 +33,7 @@ def _settings() -> Settings:
 
 
 async def _with_db(settings: Settings, work: Callable[[], Awaitable[Any]]) -> Any:
-    await db.migrate_database(settings.database_url)
+    await db.migrate_database(settings.database_url, settings.secret_key)
     await db.connect(settings.database_url)
     try:
         return await work()
@@ -83,7 +83,7 @@ def cmd_worker(args: argparse.Namespace) -> None:
     async def work() -> None:
         from gpupaas.bootstrap import seed
 
-        await db.migrate_database(settings.database_url)
+        await db.migrate_database(settings.database_url, settings.secret_key)
         await db.connect(settings.database_url)
         await seed()
         runtime = Runtime(settings, serve_api=False, run_worker=True)
@@ -104,7 +104,7 @@ def cmd_worker(args: argparse.Namespace) -> None:
 
 def cmd_migrate(args: argparse.Namespace) -> None:
     settings = _settings()
-    asyncio.run(db.migrate_database(settings.database_url))
+    asyncio.run(db.migrate_database(settings.database_url, settings.secret_key))
     print("database is up to date")
 
 

@@ -6,6 +6,7 @@ migrations are in `gpupaas/migrations/` and run unchanged on SQLite and PostgreS
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any
 
 from tortoise import Tortoise
@@ -55,9 +56,24 @@ def tortoise_config(database_url: str) -> dict[str, Any]:
     }
 
 
-async def migrate_database(database_url: str) -> None:
-    """Apply every migration that the database has not seen yet (idempotent)."""
-    await migrate(config=tortoise_config(database_url))
+# The GPUPAAS_SECRET_KEY of the migrations migrate_database runs: a data migration that encrypts
+# what was stored in plain text needs it (0013 seals sensitive input values).
+_secret_key: ContextVar[str | None] = ContextVar("gpupaas_migration_secret_key", default=None)
+
+
+def migration_secret_key() -> str | None:
+    """The secret key of the migrations being run (None: migrate_database was given none)."""
+    return _secret_key.get()
+
+
+async def migrate_database(database_url: str, secret_key: str | None = None) -> None:
+    """Apply every migration that the database has not seen yet (idempotent). `secret_key` is the
+    app's GPUPAAS_SECRET_KEY: a migration that finds plain text to encrypt fails without it."""
+    token = _secret_key.set(secret_key)
+    try:
+        await migrate(config=tortoise_config(database_url))
+    finally:
+        _secret_key.reset(token)
     await Tortoise.close_connections()
 
 

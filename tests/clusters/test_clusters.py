@@ -37,8 +37,8 @@ current-context: lab
 
 
 async def test_the_embedded_default_is_a_simulated_cluster(db: object, gql: GraphQLClient) -> None:
-    alice = await make_user("alice")
-    clusters = (await gql.data(LIST, token=alice.token))["clusters"]
+    root = await make_user("root", platform_admin=True)
+    clusters = (await gql.data(LIST, token=root.token))["clusters"]
     assert [(c["name"], c["driver"], c["isDefault"], c["status"]) for c in clusters] == [
         ("simulated", "SIMULATED", True, "READY")
     ]
@@ -194,10 +194,9 @@ async def test_a_cluster_with_deployed_instances_cannot_be_deleted(db: object, g
     ]
 
 
-async def test_project_admins_see_clusters_but_cannot_register_them(db: object, gql: GraphQLClient) -> None:
+async def test_project_admins_cannot_register_clusters(db: object, gql: GraphQLClient) -> None:
     admin = await make_user("alice")
     await make_project("ml", alice=Role.ADMIN)
-    assert (await gql.data(LIST, token=admin.token))["clusters"][0]["name"] == "simulated"
     body: dict[str, Any] = await gql(
         CREATE, {"input": {"name": "x", "driver": "SIMULATED"}}, token=admin.token
     )

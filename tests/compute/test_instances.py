@@ -14,7 +14,7 @@ from gpupaas.core.actor import Role
 from gpupaas.core.gpus import Vendor
 from gpupaas.events.models import OutboxMessage
 from gpupaas.runs.models import DeploymentRun
-from tests.conftest import Database, GraphQLClient
+from tests.conftest import SECRET_KEY, Database, GraphQLClient
 from tests.factories import (
     make_instance,
     make_profile,
@@ -182,6 +182,7 @@ async def test_the_snapshot_keeps_old_instances_as_they_were(db: Database, gql: 
             ),
             input_settings=[profile_settings.InputSettingIn(name="team", value="vision")],
         ),
+        secret_key=SECRET_KEY,
     )
     after = await make_instance(project, profile, name="after")
     old = (await gql.data(ONE, {"id": str(before.id)}, token=alice.token))["computeInstance"]

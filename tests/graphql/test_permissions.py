@@ -29,6 +29,8 @@ WRITE = {"anonymous": UNAUTH, "outsider": NOT_FOUND, "member": FORBIDDEN, "admin
 SELF = {"anonymous": UNAUTH, "outsider": OK, "member": OK, "admin": OK}
 PLATFORM = {"anonymous": UNAUTH, "outsider": FORBIDDEN, "member": FORBIDDEN, "admin": FORBIDDEN}
 PUBLIC = {"anonymous": OK, "outsider": OK, "member": OK, "admin": OK}
+# Project admins, the outsider (an admin of its own project) included, choose a profile's cluster.
+CHOOSERS = {"anonymous": UNAUTH, "outsider": OK, "member": FORBIDDEN, "admin": OK}
 
 _names = itertools.count(1)
 
@@ -250,8 +252,9 @@ OPS += [
 
 
 OPS += [
-    Op("clusters", "{ clusters { name } }", lambda w: {}, SELF),
-    Op("cluster", "query($id: ID!) { cluster(id: $id) { name } }", lambda w: {"id": w.cluster}, SELF),
+    # Clusters: for platform admins, and project admins choosing one for a profile (name, GPU models).
+    Op("clusters", "{ clusters { name } }", lambda w: {}, CHOOSERS),
+    Op("cluster", "query($id: ID!) { cluster(id: $id) { name } }", lambda w: {"id": w.cluster}, CHOOSERS),
     Op(
         "createCluster",
         "mutation($n: String!) { createCluster(input: {name: $n, driver: SIMULATED}) { cluster { id } userErrors { code } } }",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import re
 from typing import Any
@@ -338,3 +339,67 @@ def test_a_bad_workspace_size_is_refused() -> None:
 def test_a_bad_service_type_is_refused() -> None:
     with pytest.raises(ValueError, match="service_type must be ClusterIP or NodePort"):
         build_service(spec=SPEC, **identity(), service_type="LoadBalancer")  # type: ignore[arg-type]
+
+
+def test_generated_values_reach_the_pod_through_a_secret_of_their_own() -> None:
+    # given a spec whose command, env and access params use {{generated_token}}, and its value
+    spec = dataclasses.replace(
+        SPEC,
+        command=("jupyter", "lab", "--ServerApp.token={{generated_token}}"),
+        env=(("JUPYTER_TOKEN", "{{ generated_token }}"), ("HF_HOME", "/workspace/hf")),
+        ports=(Port(name="jupyter", port=8888, access_params=(("token", "{{generated_token}}"),)),),
+    )
+    token = "f" * 32
+    # when its objects are built
+    claim, secret, deployment, service = build_objects(
+        spec=spec,
+        gpu_count=1,
+        gpu_resource_name="nvidia.com/gpu",
+        generated={"generated_token": token},
+        **identity(),
+    )
+    # then a Secret holds the value (as data: what the API server keeps of a Secret) and the pod
+    # reads it from there: the Deployment holds a reference, never the token
+    assert (claim["kind"], secret["kind"], deployment["kind"], service["kind"]) == (
+        "PersistentVolumeClaim",
+        "Secret",
+        "Deployment",
+        "Service",
+    )
+    assert secret["metadata"]["name"] == "notebook-1-generated"
+    assert secret["metadata"]["labels"]["gpupaas.io/service"] == SERVICE_ID
+    assert secret["data"] == {"generated_token": base64.b64encode(token.encode()).decode()}
+    assert token not in str(deployment)
+    main = container(deployment)
+    assert main["command"] == ["jupyter", "lab", "--ServerApp.token=$(GPUPAAS_GENERATED_TOKEN)"]
+    # the value is defined first: the kubelet expands $(NAME) only from variables defined before
+    assert main["env"][:3] == [
+        {
+            "name": "GPUPAAS_GENERATED_TOKEN",
+            "valueFrom": {"secretKeyRef": {"name": "notebook-1-generated", "key": "generated_token"}},
+        },
+        {"name": "JUPYTER_TOKEN", "value": "$(GPUPAAS_GENERATED_TOKEN)"},
+        {"name": "HF_HOME", "value": "/workspace/hf"},
+    ]
+    for manifest in (secret, deployment):
+        assert validate_manifest(manifest) == []
+
+    # a spec whose pod uses no placeholder (one in an access param only) gets no Secret
+    links_only = dataclasses.replace(spec, command=("jupyter", "lab"), env=())
+    kinds = [
+        obj["kind"]
+        for obj in build_objects(
+            spec=links_only,
+            gpu_count=1,
+            gpu_resource_name="nvidia.com/gpu",
+            generated={"generated_token": token},
+            **identity(),
+        )
+    ]
+    assert kinds == ["PersistentVolumeClaim", "Deployment", "Service"]
+    # and an env variable of the spec cannot take the name gpupaas gives a generated value
+    clashing = dataclasses.replace(spec, env=(("GPUPAAS_GENERATED_TOKEN", "mine"),))
+    with pytest.raises(
+        ValueError, match="env GPUPAAS_GENERATED_TOKEN is where gpupaas puts a generated value"
+    ):
+        workload(clashing, generated={"generated_token": token})

@@ -5,6 +5,8 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -13,7 +15,6 @@ from typing import Any
 import pytest
 
 from gpupaas.instance_templates.builtins import builtin_instance_template
-from gpupaas.instance_templates.spec import resolve
 from gpupaas.provisioning.builtins import builtin_template
 from gpupaas.provisioning.drivers.base import Observed, Owner, Phase
 from gpupaas.provisioning.drivers.kubernetes.driver import KubernetesDriver
@@ -79,7 +80,8 @@ def service_plan(
     return build_service_plan(
         service_id=service_id,
         name=name,
-        spec=resolve(builtin.spec, {"generated_token": TOKEN}),
+        spec=builtin.spec,
+        generated={"generated_token": TOKEN},  # as the run kind builds it: the pod reads a Secret
         gpu_count=gpu_count,
         compute_id=COMPUTE_ID,
         compute_name=COMPUTE_NAME,
@@ -197,7 +199,13 @@ def test_every_manifest_of_a_service_plan_is_valid(
         compute_resources=resources,
     )
 
-    assert [m["kind"] for m in plan.manifests][:2] == ["PersistentVolumeClaim", "Deployment"]
+    # the generated values' Secret when the command or env uses one (JupyterLab's token, vLLM's key)
+    secret = ["Secret"] if template in ("jupyterlab-pytorch", "vllm-openai") else []
+    assert [m["kind"] for m in plan.manifests][: 2 + len(secret)] == [
+        "PersistentVolumeClaim",
+        *secret,
+        "Deployment",
+    ]
     for manifest in plan.manifests:
         assert validate_manifest(manifest, "1.37.0") == [], manifest["kind"]
     deployment = next(m for m in plan.manifests if m["kind"] == "Deployment")
@@ -220,8 +228,10 @@ async def test_a_service_is_applied_into_its_compute_instances_namespace(
 
     applied = await driver.apply(plan)
 
-    # the claim, the Deployment and the Service, in the compute instance's namespace
+    # the generated values' Secret, the claim, the Deployment and the Service, in the compute
+    # instance's namespace
     assert [(r.api_version, r.kind, r.name, r.namespace) for r in applied.objects] == [
+        ("v1", "Secret", "notebook-generated", NAMESPACE),
         ("v1", "PersistentVolumeClaim", "notebook-workspace", NAMESPACE),
         ("apps/v1", "Deployment", "notebook", NAMESPACE),
         ("v1", "Service", "notebook", NAMESPACE),
@@ -246,7 +256,7 @@ async def test_a_service_is_applied_into_its_compute_instances_namespace(
     assert 30000 <= port <= 32767
     assert applied.outputs == {"nodePort.jupyter": str(port)}
 
-    # one pod, of the service, with one of the instance's GPUs and the token in its command
+    # one pod, of the service, with one of the instance's GPUs and the token from its Secret
     pod = only_pod(fake)
     labels = pod["metadata"]["labels"]
     assert labels["gpupaas.io/service"] == SERVICE_ID
@@ -256,7 +266,15 @@ async def test_a_service_is_applied_into_its_compute_instances_namespace(
     (main,) = pod["spec"]["containers"]
     assert main["resources"]["requests"]["nvidia.com/gpu"] == "1"
     assert main["resources"]["limits"]["nvidia.com/gpu"] == "1"
-    assert f"--ServerApp.token={TOKEN}" in main["command"]
+    assert "--ServerApp.token=$(GPUPAAS_GENERATED_TOKEN)" in main["command"]
+    assert main["env"][0] == {
+        "name": "GPUPAAS_GENERATED_TOKEN",
+        "valueFrom": {"secretKeyRef": {"name": "notebook-generated", "key": "generated_token"}},
+    }
+    secret = fake.get("v1", "Secret", "notebook-generated", NAMESPACE)
+    assert secret is not None and secret["metadata"]["labels"]["gpupaas.io/service"] == SERVICE_ID
+    assert base64.b64decode(secret["data"]["generated_token"]).decode() == TOKEN
+    assert TOKEN not in json.dumps(fake.get("apps/v1", "Deployment", "notebook", NAMESPACE))
 
     assert await driver.observe(plan) == Observed(Phase.READY)
     assert await driver.observe(compute) == Observed(Phase.READY)
@@ -368,6 +386,7 @@ async def test_destroy_removes_the_service_and_leaves_the_namespace_and_other_se
     assert fake.get("v1", "PersistentVolumeClaim", "notebook-workspace", NAMESPACE) is None
     assert fake.get("apps/v1", "Deployment", "notebook", NAMESPACE) is None
     assert fake.get("v1", "Service", "notebook", NAMESPACE) is None
+    assert fake.get("v1", "Secret", "notebook-generated", NAMESPACE) is None  # deleted by name
     assert await driver.observe(plan) == Observed(Phase.ABSENT)
     # the compute instance's objects and the other service are untouched
     assert compute_objects(fake) == compute_before

@@ -4,6 +4,7 @@ run under way, the reaper, drift."""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -12,6 +13,7 @@ from gpupaas.compute.models import ComputeInstance
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.events.models import OutboxMessage
 from gpupaas.instance_templates.models import InstanceTemplate
+from gpupaas.provisioning.plan import Plan
 from gpupaas.runs import lifecycle as runs
 from gpupaas.runs.models import DeploymentRun
 from gpupaas.runs.states import RunAction, RunStatus
@@ -38,6 +40,10 @@ async def service(db: object) -> ServiceInstance:
     return await instances.create_service(await platform_actor(), data, secret_key=KEY)
 
 
+def _deployment(plan: Plan) -> dict[str, Any]:
+    return next(manifest for manifest in plan.manifests if manifest["kind"] == "Deployment")
+
+
 async def commands(service: ServiceInstance) -> list[str]:
     rows = await OutboxMessage.filter(key=str(service.id), topic="gpupaas.commands").order_by("id")
     return [row.payload["action"] for row in rows]
@@ -50,7 +56,7 @@ async def test_a_delete_waits_for_the_start_under_way(service: ServiceInstance) 
     assert (await ServiceInstance.get(id=service.id)).status == ServiceStatus.STARTING
     # Plans are built from the claimed run: running, in the compute instance's namespace.
     plan = (await SERVICES.work(claimed, KEY)).plan(None)
-    assert plan.within == str(service.compute_instance_id) and plan.manifests[1]["spec"]["replicas"] == 1
+    assert plan.within == str(service.compute_instance_id) and _deployment(plan)["spec"]["replicas"] == 1
 
     await instances.delete_service(await platform_actor(), str(service.id))
     delete = await DeploymentRun.get(service_id=service.id, action=RunAction.DESTROY)
@@ -118,7 +124,7 @@ async def test_stop_and_restart_build_their_plans(service: ServiceInstance) -> N
     stop = await DeploymentRun.get(service_id=service.id, action=RunAction.STOP)
     claimed = await runs.claim(SERVICES, str(stop.id), "a", LEASE)
     assert claimed is not None
-    assert (await SERVICES.work(claimed, KEY)).plan(None).manifests[1]["spec"]["replicas"] == 0
+    assert _deployment((await SERVICES.work(claimed, KEY)).plan(None))["spec"]["replicas"] == 0
     await runs.finish(SERVICES, stop.id, "a", succeeded=True, message=None, outputs={})
     assert (await ServiceInstance.get(id=service.id)).status == ServiceStatus.STOPPED
     # A plan cannot be built with another secret key: the run fails saying so.

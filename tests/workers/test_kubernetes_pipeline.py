@@ -24,6 +24,7 @@ from gpupaas.provisioning.plan import namespace_for
 from gpupaas.runs.models import DeploymentRun
 from gpupaas.runtime import Runtime
 from gpupaas.settings import Settings
+from tests.conftest import SECRET_KEY
 from tests.factories import make_instance, make_profile, make_project, make_template, make_version
 from tests.fake_kube import FakeKube, node
 from tests.workers.conftest import eventually, kubernetes_runtime, wait_status
@@ -229,7 +230,7 @@ async def test_a_fixed_image_deployed_after_a_failed_one_ends_success(
 
     fake_kube.set_pod_delay(0)
     await compute.update_instance(
-        await _root(), str(instance.id), compute.InstanceIn(inputs=[("image", IMAGE)])
+        await _root(), str(instance.id), compute.InstanceIn(inputs=[("image", IMAGE)]), secret_key=SECRET_KEY
     )
     await compute.deploy(await _root(), str(instance.id))
 

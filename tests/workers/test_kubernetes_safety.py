@@ -21,6 +21,7 @@ from gpupaas.core.actor import Actor
 from gpupaas.provisioning.plan import namespace_for
 from gpupaas.runs.models import DeploymentRun
 from gpupaas.settings import Settings
+from tests.conftest import SECRET_KEY
 from tests.factories import make_instance, make_profile, make_project, make_template, make_version
 from tests.fake_kube import FakeKube, node
 from tests.workers.conftest import kubernetes_runtime, wait_status
@@ -126,7 +127,10 @@ async def test_an_object_the_new_configuration_no_longer_renders_is_deleted_by_t
 
     # when its configuration names it settings-b and it is deployed again
     await compute.update_instance(
-        await _root(), str(instance.id), compute.InstanceIn(inputs=[("settingsName", "settings-b")])
+        await _root(),
+        str(instance.id),
+        compute.InstanceIn(inputs=[("settingsName", "settings-b")]),
+        secret_key=SECRET_KEY,
     )
     await compute.deploy(await _root(), str(instance.id))
     again = await wait_status(instance.id, S.SUCCESS, S.FAILED)

@@ -21,7 +21,7 @@ from gpupaas.provisioning.drivers.base import Phase
 from gpupaas.provisioning.plan import namespace_for
 from gpupaas.runs.models import DeploymentRun
 from gpupaas.runs.states import RunStatus
-from tests.conftest import GraphQLClient
+from tests.conftest import SECRET_KEY, GraphQLClient
 from tests.factories import make_instance, make_profile, make_project, make_user, platform_actor
 from tests.workers.conftest import Pipeline, eventually, wait_status
 
@@ -45,7 +45,7 @@ async def test_deploy_reaches_success_with_outputs(db: object, pipeline: Pipelin
     run = await DeploymentRun.get(instance_id=instance.id)
     assert run.status == RunStatus.SUCCEEDED and run.attempts == 1
     assert run.started_at is not None and run.finished_at is not None
-    plan = configuration.plan_for(done, "ml")
+    plan = configuration.plan_for(done, "ml", secret_key=SECRET_KEY)
     assert (await pipeline.driver().observe(plan)).phase == Phase.READY
 
 
@@ -56,17 +56,22 @@ async def test_redeploy_applies_saved_changes_then_destroy_and_delete(db: object
     from gpupaas.accounts.service import actor_for
 
     me = await actor_for(alice.user)
-    instance = await compute.create_instance(me, "ml", str(profile.id), compute.InstanceIn(name="nb"), True)
+    instance = await compute.create_instance(
+        me, "ml", str(profile.id), compute.InstanceIn(name="nb"), True, secret_key=SECRET_KEY
+    )
     await wait_status(instance.id, S.SUCCESS)
     # Edit Configuration, Save Changes: the status stays SUCCESS until the next deploy applies them
     saved = await compute.update_instance(
-        me, str(instance.id), compute.InstanceIn(labels=[("team", "vision")], inputs=[("maxPods", "20")])
+        me,
+        str(instance.id),
+        compute.InstanceIn(labels=[("team", "vision")], inputs=[("maxPods", "20")]),
+        secret_key=SECRET_KEY,
     )
     assert saved.status == S.SUCCESS
     await compute.deploy(me, str(instance.id))
     redeployed = await wait_status(instance.id, S.SUCCESS, S.FAILED)
     assert redeployed.status == S.SUCCESS
-    plan = configuration.plan_for(redeployed, "ml")
+    plan = configuration.plan_for(redeployed, "ml", secret_key=SECRET_KEY)
     assert plan.labels["team"] == "vision"
     runs = await DeploymentRun.filter(instance_id=instance.id).order_by("created_at")
     assert [r.status for r in runs] == [RunStatus.SUCCEEDED, RunStatus.SUCCEEDED]
@@ -114,7 +119,9 @@ async def test_permanent_failure_and_then_a_redeploy(db: object, pipeline: Pipel
     failed = await wait_status(instance.id, S.FAILED, S.SUCCESS)
     assert failed.status == S.FAILED and "simulated failure" in (failed.status_message or "")
     actor = await platform_actor()
-    await compute.update_instance(actor, str(instance.id), compute.InstanceIn(annotations=[]))
+    await compute.update_instance(
+        actor, str(instance.id), compute.InstanceIn(annotations=[]), secret_key=SECRET_KEY
+    )
     await compute.deploy(actor, str(instance.id))
     assert (await wait_status(instance.id, S.SUCCESS, S.FAILED)).status == S.SUCCESS
 

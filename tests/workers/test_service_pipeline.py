@@ -3,6 +3,8 @@ in-process bus and on a real Kafka-protocol broker, watched over a real websocke
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -83,9 +85,9 @@ async def _answers(url: str, status: int | None) -> bool:
     try:
         async with httpx.AsyncClient(timeout=1) as http:
             response = await http.get(url)
-    except (httpx.ConnectError, httpx.ReadError, httpx.ReadTimeout):
-        # Refused, or reset/never answered: a connection accepted while the endpoint was closing
-        # (asyncio drops it). Nothing answers there.
+    except (httpx.ConnectError, httpx.ReadError, httpx.ReadTimeout, httpx.RemoteProtocolError):
+        # Refused, or reset/closed/never answered: a connection accepted while the endpoint was
+        # closing (asyncio drops it). Nothing answers there.
         return status is None
     return response.status_code == status
 
@@ -154,9 +156,13 @@ async def test_jupyterlab_runs_stops_and_starts_with_the_same_token(db: object, 
         assert deployment["spec"]["template"]["metadata"]["annotations"]  # a new pod was rolled out
         assert await _token_of(seen[-1]["instance"]["connect"]) == token
 
-        # The token in the pod's command is the token of the link.
+        # The pod's command reads the token of the link from the service's Secret: the Deployment
+        # holds none, the Secret's data holds it (as a cluster keeps a Secret).
         container = deployment["spec"]["template"]["spec"]["containers"][0]
-        assert f"--ServerApp.token={token}" in container["command"]
+        assert "--ServerApp.token=$(GPUPAAS_GENERATED_TOKEN)" in container["command"]
+        assert token not in json.dumps(row.objects)
+        secret = next(obj for obj in row.objects if obj["kind"] == "Secret")
+        assert base64.b64decode(secret["data"]["generated_token"]).decode() == token
 
         deleted = await _post(server, alice, DELETE, {"id": service["id"]})
         assert deleted["deleteServiceInstance"]["deletedId"] == service["id"]

@@ -89,41 +89,120 @@ class ClusterNode:
     gpu_model: str | None
 
 
-@strawberry.type(name="Cluster")
+@strawberry.type(
+    name="Cluster",
+    description="Platform admins see every field. Everyone else sees a cluster only as where an "
+    "instance or profile they see runs, and project admins every cluster (to choose one for a "
+    "profile): its id, name, display name and GPU models; any other field is FORBIDDEN to them.",
+)
 class ClusterType:
     id: strawberry.ID
     name: str
     display_name: str
-    driver: ClusterDriver
-    is_default: bool
-    in_cluster: bool
-    has_kubeconfig: bool = strawberry.field(
-        description="A kubeconfig is stored (encrypted); it is never returned."
-    )
-    access_address: str | None = strawberry.field(
-        description="The host users reach services on (connect links)."
-    )
-    gpu_resource_names: list[GpuResourceName]
-    template_policy: TemplatePolicy
-    gpu_model_labels: list[GpuModelLabel] = strawberry.field(
+    _model: strawberry.Private[Cluster]
+
+    def _details(self, info: Info) -> Cluster:
+        """The cluster, for a field only platform admins see (Forbidden for anyone else)."""
+        return service.details_of(info.context.actor, self._model, info.field_name)
+
+    @strawberry.field(description="The GPU models of its nodes, as its last check saw them.")
+    def gpu_models(self) -> list[str]:
+        return service.gpu_models(self._model)
+
+    @strawberry.field
+    def driver(self, info: Info) -> ClusterDriver:
+        return self._details(info).driver
+
+    @strawberry.field
+    def is_default(self, info: Info) -> bool:
+        return self._details(info).is_default
+
+    @strawberry.field
+    def in_cluster(self, info: Info) -> bool:
+        return self._details(info).in_cluster
+
+    @strawberry.field(description="A kubeconfig is stored (encrypted); it is never returned.")
+    def has_kubeconfig(self, info: Info) -> bool:
+        return self._details(info).kubeconfig_encrypted is not None
+
+    @strawberry.field(description="The host users reach services on (connect links).")
+    def access_address(self, info: Info) -> str | None:
+        return self._details(info).access_address
+
+    @strawberry.field
+    def gpu_resource_names(self, info: Info) -> list[GpuResourceName]:
+        return [
+            GpuResourceName(vendor=Vendor(vendor), resource_name=name)
+            for vendor, name in service.gpu_resource_names(self._details(info)).items()
+            if vendor != Vendor.CPU.value
+        ]
+
+    @strawberry.field
+    def template_policy(self, info: Info) -> TemplatePolicy:
+        return self._details(info).template_policy
+
+    @strawberry.field(
         description="Where the driver reads a node's GPU model; a profile's pods require its model there."
     )
-    dedicated_node_label: str | None = strawberry.field(
-        description="key=value: DEDICATED profiles' pods require it, SHARED ones' its absence."
-    )
-    dedicated_node_taint: str | None = strawberry.field(
+    def gpu_model_labels(self, info: Info) -> list[GpuModelLabel]:
+        return [
+            GpuModelLabel(vendor=Vendor(vendor), label=label)
+            for vendor, label in sorted(service.gpu_model_labels(self._details(info)).items())
+        ]
+
+    @strawberry.field(description="key=value: DEDICATED profiles' pods require it, SHARED ones' its absence.")
+    def dedicated_node_label(self, info: Info) -> str | None:
+        return self._details(info).dedicated_node_label
+
+    @strawberry.field(
         description="key=value:Effect: the dedicated nodes' taint, which DEDICATED profiles' pods tolerate."
     )
-    status: ClusterStatus
-    status_message: str | None
-    server_version: str | None
-    nodes: list[ClusterNode]
-    missing_gpu_models: list[str] = strawberry.field(
+    def dedicated_node_taint(self, info: Info) -> str | None:
+        return self._details(info).dedicated_node_taint
+
+    @strawberry.field
+    def status(self, info: Info) -> ClusterStatus:
+        return self._details(info).status
+
+    @strawberry.field
+    def status_message(self, info: Info) -> str | None:
+        return self._details(info).status_message
+
+    @strawberry.field
+    def server_version(self, info: Info) -> str | None:
+        return self._details(info).server_version
+
+    @strawberry.field
+    def nodes(self, info: Info) -> list[ClusterNode]:
+        return [
+            ClusterNode(
+                name=str(node.get("name")),
+                cpu=node.get("cpu"),
+                memory=node.get("memory"),
+                gpu_resource=node.get("gpuResource"),
+                gpu_count=int(node.get("gpuCount") or 0),
+                gpu_model=node.get("gpuModel"),
+            )
+            for node in self._details(info).nodes
+        ]
+
+    @strawberry.field(
         description="GPU models of the profiles deploying here that the last check found on no node."
     )
-    checked_at: datetime | None
-    created_at: datetime
-    updated_at: datetime
+    def missing_gpu_models(self, info: Info) -> list[str]:
+        return list(self._details(info).missing_gpu_models or [])
+
+    @strawberry.field
+    def checked_at(self, info: Info) -> datetime | None:
+        return self._details(info).checked_at
+
+    @strawberry.field
+    def created_at(self, info: Info) -> datetime:
+        return self._details(info).created_at
+
+    @strawberry.field
+    def updated_at(self, info: Info) -> datetime:
+        return self._details(info).updated_at
 
     @classmethod
     def of(cls, cluster: Cluster) -> ClusterType:
@@ -131,41 +210,7 @@ class ClusterType:
             id=strawberry.ID(str(cluster.id)),
             name=cluster.name,
             display_name=cluster.display_name,
-            driver=cluster.driver,
-            is_default=cluster.is_default,
-            in_cluster=cluster.in_cluster,
-            has_kubeconfig=cluster.kubeconfig_encrypted is not None,
-            access_address=cluster.access_address,
-            gpu_resource_names=[
-                GpuResourceName(vendor=Vendor(vendor), resource_name=name)
-                for vendor, name in service.gpu_resource_names(cluster).items()
-                if vendor != Vendor.CPU.value
-            ],
-            template_policy=cluster.template_policy,
-            gpu_model_labels=[
-                GpuModelLabel(vendor=Vendor(vendor), label=label)
-                for vendor, label in sorted(service.gpu_model_labels(cluster).items())
-            ],
-            dedicated_node_label=cluster.dedicated_node_label,
-            dedicated_node_taint=cluster.dedicated_node_taint,
-            status=cluster.status,
-            status_message=cluster.status_message,
-            server_version=cluster.server_version,
-            nodes=[
-                ClusterNode(
-                    name=str(node.get("name")),
-                    cpu=node.get("cpu"),
-                    memory=node.get("memory"),
-                    gpu_resource=node.get("gpuResource"),
-                    gpu_count=int(node.get("gpuCount") or 0),
-                    gpu_model=node.get("gpuModel"),
-                )
-                for node in cluster.nodes
-            ],
-            missing_gpu_models=list(cluster.missing_gpu_models or []),
-            checked_at=cluster.checked_at,
-            created_at=cluster.created_at,
-            updated_at=cluster.updated_at,
+            _model=cluster,
         )
 
 
@@ -242,7 +287,10 @@ def _payload(cluster: Cluster | None, errors: list[UserError]) -> ClusterPayload
 
 @strawberry.type
 class ClustersQuery:
-    @strawberry.field(description="Every registered cluster, the default first.")
+    @strawberry.field(
+        description="Every registered cluster, the default first: for platform admins, and for "
+        "project admins to choose one for a profile (they see its name, display name and GPU models)."
+    )
     async def clusters(self, info: Info) -> list[ClusterType]:
         return [ClusterType.of(c) for c in await service.list_clusters(info.context.actor)]
 

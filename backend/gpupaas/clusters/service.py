@@ -1,9 +1,13 @@
 """The rules of clusters: platform admins register them (kubeconfigs encrypted at rest, never
-returned), every signed-in user may list them (to pick one for a profile), one is the default,
-and each is checked when registered or edited (reachable, version, nodes and their GPUs, and the
-GPU models of the profiles deploying to it that no node has). Only platform admins set what a
-cluster lets templates do (`templatePolicy`) and where pods go on it (its GPU model labels, its
-dedicated nodes' label and taint)."""
+returned), one is the default, and each is checked when registered or edited (reachable, version,
+nodes and their GPUs, and the GPU models of the profiles deploying to it that no node has). Only
+platform admins set what a cluster lets templates do (`templatePolicy`) and where pods go on it
+(its GPU model labels, its dedicated nodes' label and taint).
+
+Only platform admins see a cluster's details: its driver, status and status message (which name
+the API server's address), nodes, settings. Everyone else sees of a cluster its name, display name
+and GPU models (`SHOWN_TO_ALL`), and only of the clusters that instances and profiles they see
+run on, or, for project admins, of every cluster, to choose one for a profile."""
 
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ from tortoise.transactions import in_transaction
 from gpupaas.clusters.models import Cluster, ClusterStatus
 from gpupaas.core import crypto, validation, yaml_limits
 from gpupaas.core.actor import Actor
-from gpupaas.core.errors import Collector, ErrorCode, UserErrors
+from gpupaas.core.errors import Collector, ErrorCode, Forbidden, UserErrors
 from gpupaas.core.hooks import Hook
 from gpupaas.core.ids import parse_id
 from gpupaas.provisioning.drivers.k8s_manifests.placement import (
@@ -63,13 +67,47 @@ class ClusterIn:
     dedicated_node_taint: str | None = None
 
 
-async def list_clusters(actor: Actor) -> list[Cluster]:
+# What anyone who sees a cluster sees of it (the API's names); the rest is for platform admins.
+SHOWN_TO_ALL = ("id", "name", "displayName", "gpuModels")
+
+
+def _require_chooser(actor: Actor) -> None:
+    """Platform admins, and project admins (who choose where their profiles deploy)."""
     actor.require_user()
+    if not actor.is_platform_admin and not any(actor.is_admin_of(project) for project in actor.roles):
+        raise Forbidden(
+            "Only platform admins and project admins see the registered clusters; members see the "
+            "cluster their instances run on (computeInstance { cluster { name gpuModels } })."
+        )
+
+
+def details_of(actor: Actor, cluster: Cluster, field: str) -> Cluster:
+    """The cluster, for a field of it (`field`, the API's name) beyond SHOWN_TO_ALL: for platform
+    admins only, Forbidden for anyone else."""
+    if not actor.is_platform_admin:
+        raise Forbidden(
+            f"Only platform admins see a cluster's {field}; others see its {', '.join(SHOWN_TO_ALL[1:])}."
+        )
+    return cluster
+
+
+def gpu_models(cluster: Cluster) -> list[str]:
+    """The GPU models of the cluster's nodes, as its last check saw them, each once."""
+    return sorted(
+        {str(node["gpuModel"]).strip() for node in cluster.nodes if str(node.get("gpuModel") or "").strip()}
+    )
+
+
+async def list_clusters(actor: Actor) -> list[Cluster]:
+    """Every cluster, the default first: for platform admins and project admins (Forbidden for
+    anyone else); project admins see each as SHOWN_TO_ALL says."""
+    _require_chooser(actor)
     return await Cluster.all().order_by("-is_default", "name")
 
 
 async def get_cluster(actor: Actor, cluster_id: str) -> Cluster | None:
-    actor.require_user()
+    """A cluster by id, for those list_clusters serves."""
+    _require_chooser(actor)
     cid = parse_id(cluster_id)
     return await Cluster.get_or_none(id=cid) if cid else None
 

@@ -1,40 +1,86 @@
 """An instance's configuration: its profile's snapshot with the user's own values. What users see
-of inputs (sensitive ones masked) and outputs, how a masked value given back is read, and the plan
-the drivers apply."""
+of inputs (sensitive ones masked) and outputs, how a masked value given back is read, how the
+user's values are kept (sensitive ones sealed, as the snapshot keeps the profile's), and the plan
+the drivers apply (the only place sensitive values are unsealed: the worker's, and the trial
+render of a save)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gpupaas.catalog.service.definitions import SENSITIVE_MASK, definition_from_json, output_from_json
+from gpupaas.catalog.service.definitions import (
+    SENSITIVE_MASK,
+    Unseal,
+    definition_from_json,
+    output_from_json,
+    unsealing,
+)
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.compute.snapshot import effective_inputs
+from gpupaas.core.crypto import DecryptionError, Sealer
 from gpupaas.core.errors import Collector
-from gpupaas.provisioning.plan import Plan, build_plan
+from gpupaas.provisioning.plan import PermanentError, Plan, build_plan
 from gpupaas.provisioning.registry import ClusterTarget, resource_names
 from gpupaas.provisioning.render.policy import TemplatePolicy
 
 
-def unmasked(instance: ComputeInstance, given: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+def unmasked(
+    instance: ComputeInstance, given: Sequence[tuple[str, str]], unseal: Unseal
+) -> list[tuple[str, str]]:
     """The given inputs with a sensitive input's mask (what the API showed) read as "keep it": the
-    instance's own value, or left out (the profile's value stands) when it has none."""
+    instance's own value (unsealed), or left out (the profile's value stands) when it has none."""
     sensitive = instance.profile_snapshot.sensitive_inputs
     own = {pair[0]: pair[1] for pair in instance.inputs}
     kept: list[tuple[str, str]] = []
     for name, value in given:
         if name in sensitive and value == SENSITIVE_MASK:
             if name in own:
-                kept.append((name, own[name]))
+                kept.append((name, unseal(own[name])))
             continue
         kept.append((name, value))
     return kept
 
 
+def set_inputs(
+    problems: Collector, instance: ComputeInstance, given: Sequence[tuple[str, str]], secret_key: str
+) -> None:
+    """The caller's own input values (a sensitive input's mask keeps the value it stands for),
+    checked against the snapshot, kept on the instance with the sensitive ones sealed."""
+    sealer = Sealer(secret_key)
+    unseal = unsealing(sealer, "compute instance")
+    plain = unmasked(instance, given, unseal)
+    effective_inputs(problems, instance.profile_snapshot, plain, unseal)
+    sensitive = instance.profile_snapshot.sensitive_inputs
+    instance.inputs = [[name, sealer.seal(value) if name in sensitive else value] for name, value in plain]
+
+
+def check_inputs(problems: Collector, instance: ComputeInstance, secret_key: str) -> None:
+    """Whether the instance's inputs as they are satisfy the snapshot (a required one has a value)."""
+    unseal = unsealing(Sealer(secret_key), "compute instance")
+    effective_inputs(problems, instance.profile_snapshot, _own_inputs(instance, unseal), unseal)
+
+
+def _own_inputs(instance: ComputeInstance, unseal: Unseal) -> list[tuple[str, str]]:
+    """The instance's own values, the sensitive ones unsealed."""
+    sensitive = instance.profile_snapshot.sensitive_inputs
+    return [(name, unseal(value) if name in sensitive else value) for name, value in instance.inputs]
+
+
+def _masked(value: str) -> str:
+    return SENSITIVE_MASK
+
+
 def masked_inputs(instance: ComputeInstance) -> list[tuple[str, str]]:
-    """The effective input values as users see them: sensitive ones masked."""
+    """The effective input values as users see them: sensitive ones masked (and never unsealed)."""
     snapshot = instance.profile_snapshot
-    values = effective_inputs(Collector(), snapshot, [(k, v) for k, v in instance.inputs])
     sensitive = snapshot.sensitive_inputs
+    own = [(name, SENSITIVE_MASK if name in sensitive else value) for name, value in instance.inputs]
+    # A kept sensitive value was checked when it was saved: its mask stands for it, unchecked.
+    plain = [(name, value) for name, value in own if name not in sensitive]
+    values = effective_inputs(Collector(), snapshot, plain, _masked)
+    for name, value in own:
+        if name in sensitive:
+            values.setdefault(name, value)
     return [(name, SENSITIVE_MASK if name in sensitive else value) for name, value in values.items()]
 
 
@@ -57,12 +103,31 @@ def _merged_pairs(base: Sequence[Sequence[str]], own: Sequence[Sequence[str]]) -
     return merged
 
 
-def plan_for(instance: ComputeInstance, project_name: str, target: ClusterTarget | None = None) -> Plan:
+def _plan_unsealing(secret_key: str) -> Unseal:
+    sealer = Sealer(secret_key)
+
+    def unseal(stored: str) -> str:
+        try:
+            return sealer.unseal(stored)
+        except DecryptionError:
+            raise PermanentError(
+                "a sensitive input value of the instance cannot be read: it was sealed with another "
+                "GPUPAAS_SECRET_KEY (start gpupaas with that key again, or set the value again)"
+            ) from None
+
+    return unseal
+
+
+def plan_for(
+    instance: ComputeInstance, project_name: str, target: ClusterTarget | None = None, *, secret_key: str
+) -> Plan:
     """The plan of the instance as it is saved now, for the cluster `target` (its GPU resource names
-    and template policy; None: the defaults, CONFINED). Raises PermanentError when it cannot
-    render; a plan the tenant confinement refuses says so in `Plan.refused`."""
+    and template policy; None: the defaults, CONFINED), its sensitive values unsealed with
+    `secret_key`. Raises PermanentError when it cannot render; a plan the tenant confinement
+    refuses says so in `Plan.refused`."""
     snapshot = instance.profile_snapshot
-    inputs = effective_inputs(Collector(), snapshot, [(k, v) for k, v in instance.inputs])
+    unseal = _plan_unsealing(secret_key)
+    inputs = effective_inputs(Collector(), snapshot, _own_inputs(instance, unseal), unseal)
     return build_plan(
         instance_id=str(instance.id),
         instance_name=instance.name,
@@ -71,7 +136,7 @@ def plan_for(instance: ComputeInstance, project_name: str, target: ClusterTarget
         allocation=snapshot.allocation_type.value,
         resources=snapshot.resources.to_json(),
         template_resources=snapshot.template_resources,
-        input_definitions=[definition_from_json(d) for d in snapshot.input_definitions],
+        input_definitions=[definition_from_json(d, unseal) for d in snapshot.input_definitions],
         input_values=inputs,
         outputs=[output_from_json(o) for o in snapshot.outputs],
         labels=_merged_pairs(snapshot.labels, instance.labels),

@@ -367,7 +367,12 @@ class ComputeMutation:
         return _payload(
             *await attempt(
                 service.create_instance(
-                    info.context.actor, input.project, input.profile, _instance_in(input), bool(input.deploy)
+                    info.context.actor,
+                    input.project,
+                    input.profile,
+                    _instance_in(input),
+                    bool(input.deploy),
+                    secret_key=info.context.settings.secret_key,
                 )
             )
         )
@@ -377,7 +382,14 @@ class ComputeMutation:
         self, info: Info, input: UpdateComputeInstanceInput
     ) -> ComputeInstancePayload:
         return _payload(
-            *await attempt(service.update_instance(info.context.actor, input.id, _instance_in(input)))
+            *await attempt(
+                service.update_instance(
+                    info.context.actor,
+                    input.id,
+                    _instance_in(input),
+                    secret_key=info.context.settings.secret_key,
+                )
+            )
         )
 
     @strawberry.mutation

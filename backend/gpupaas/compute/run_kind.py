@@ -94,7 +94,7 @@ class ComputeRuns(RunKind[ComputeInstance]):
         instance = claimed.subject
 
         def plan(target: ClusterTarget | None) -> Plan:
-            return plan_for(instance, claimed.project_name, target)
+            return plan_for(instance, claimed.project_name, target, secret_key=secret_key)
 
         return Work(cluster_id=instance.profile_snapshot.cluster_id, plan=plan)
 

@@ -24,7 +24,7 @@ from gpupaas.clusters.models import Cluster
 from gpupaas.compute import configuration, states
 from gpupaas.compute.models import ComputeInstance, ComputeInstanceShare
 from gpupaas.compute.run_kind import COMPUTE
-from gpupaas.compute.snapshot import effective_inputs, take_snapshot
+from gpupaas.compute.snapshot import take_snapshot
 from gpupaas.compute.states import DeploymentStatus, Request
 from gpupaas.core import validation
 from gpupaas.core.actor import Actor
@@ -184,7 +184,7 @@ def _check_pairs(problems: Collector, field: str, pairs: Sequence[tuple[str, str
         problems.add(("input", field, index, part), message)
 
 
-def _apply_fields(problems: Collector, instance: ComputeInstance, data: InstanceIn) -> None:
+def _apply_fields(problems: Collector, instance: ComputeInstance, data: InstanceIn, secret_key: str) -> None:
     if data.display_name is not None:
         display = data.display_name.strip() or instance.name
         problems.check(("input", "displayName"), validation.display_name(display))
@@ -200,22 +200,23 @@ def _apply_fields(problems: Collector, instance: ComputeInstance, data: Instance
         problems.check(("input", "annotations"), validation.annotations_size(dict(data.annotations)))
         instance.annotations = [list(p) for p in data.annotations]
     if data.inputs is not None:
-        given = configuration.unmasked(instance, data.inputs)
-        effective_inputs(problems, instance.profile_snapshot, given)
-        instance.inputs = [list(p) for p in given]
+        configuration.set_inputs(problems, instance, data.inputs, secret_key)
 
 
-def _check_renders(problems: Collector, instance: ComputeInstance, project_name: str) -> None:
+def _check_renders(
+    problems: Collector, instance: ComputeInstance, project_name: str, secret_key: str
+) -> None:
     """A trial render of what the next deploy would apply: found at launch, not at deploy."""
     try:
-        configuration.plan_for(instance, project_name)
+        configuration.plan_for(instance, project_name, secret_key=secret_key)
     except PermanentError as error:
         problems.add(("input", "inputs"), str(error))
 
 
 async def create_instance(
-    actor: Actor, project: str, profile_id: str, data: InstanceIn, deploy: bool
+    actor: Actor, project: str, profile_id: str, data: InstanceIn, deploy: bool, *, secret_key: str
 ) -> ComputeInstance:
+    """A new instance; its own sensitive input values are stored sealed with `secret_key`."""
     owner = await require_project(actor, project, ("input", "project"))
     if not (actor.is_platform_admin or owner.id in actor.roles):
         raise Forbidden(f'Only members of project "{owner.name}" may launch compute instances in it.')
@@ -240,11 +241,11 @@ async def create_instance(
         inputs=[],
         outputs={},
     )
-    _apply_fields(problems, instance, data)
+    _apply_fields(problems, instance, data, secret_key)
     if data.inputs is None:
-        effective_inputs(problems, instance.profile_snapshot, [])
+        configuration.check_inputs(problems, instance, secret_key)
     if not problems:
-        _check_renders(problems, instance, owner.name)
+        _check_renders(problems, instance, owner.name, secret_key)
     if not problems and await ComputeInstance.exists(project_id=owner.id, name=name):
         problems.add(
             ("input", "name"), f'an instance named "{name}" already exists in this project', ErrorCode.TAKEN
@@ -266,15 +267,18 @@ async def create_instance(
     return instance
 
 
-async def update_instance(actor: Actor, instance_id: str, data: InstanceIn) -> ComputeInstance:
-    """ "Save Changes": labels, annotations, description, display name and inputs; the status stays."""
+async def update_instance(
+    actor: Actor, instance_id: str, data: InstanceIn, *, secret_key: str
+) -> ComputeInstance:
+    """ "Save Changes": labels, annotations, description, display name and inputs (sensitive ones
+    sealed with `secret_key`); the status stays."""
     instance = await _require_own(actor, instance_id, ("input", "id"))
     problems = Collector()
     if data.name is not None and data.name != instance.name:
         problems.add(("input", "name"), "the name of an instance cannot change", ErrorCode.IMMUTABLE)
-    _apply_fields(problems, instance, data)
+    _apply_fields(problems, instance, data, secret_key)
     if not problems:
-        _check_renders(problems, instance, instance.project.name)
+        _check_renders(problems, instance, instance.project.name, secret_key)
     problems.raise_if_any()
     # Not conditional on the version: saving changes must not collide with a run's status changes.
     await ComputeInstance.filter(id=instance.id).update(

@@ -7,7 +7,8 @@ deleted.
 `Snapshot` is the typed form of the JSON kept in `compute_instances.snapshot` (camelCase keys, as
 written since the first release; `snapshotVersion` says which form a row holds, 1 when absent). The
 input and output definitions and settings stay in the catalog's JSON form
-(catalog/service/definitions.py). `effective_inputs` gives the values a deploy uses.
+(catalog/service/definitions.py): a sensitive input's default and the profile's value of it are
+copied sealed, as the catalog stores them. `effective_inputs` gives the values a deploy uses.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from gpupaas.catalog.models import AllocationType, ComputeProfile
-from gpupaas.catalog.service.definitions import OverridePolicy, definition_from_json
+from gpupaas.catalog.service.definitions import OverridePolicy, Unseal, definition_from_json
 from gpupaas.core.errors import Collector, ErrorCode
 from gpupaas.provisioning.inputs import check_value
 from gpupaas.provisioning.render.policy import TemplateScope
@@ -174,14 +175,19 @@ def take_snapshot(profile: ComputeProfile, cluster_id: uuid.UUID | None) -> Snap
 
 
 def effective_inputs(
-    problems: Collector, snapshot: Snapshot, given: Sequence[tuple[str, str]]
+    problems: Collector, snapshot: Snapshot, given: Sequence[tuple[str, str]], unseal: Unseal
 ) -> dict[str, str]:
-    """The profile's values, then the user's where the override policy allows; checks each."""
-    definitions = {d["name"]: definition_from_json(d) for d in snapshot.input_definitions}
+    """The profile's values, then the user's where the override policy allows; checks each.
+
+    `given` holds plain values (what a caller sends, an instance's own values unsealed); `unseal`
+    turns the snapshot's sealed ones (sensitive defaults and values) into what the result holds."""
+    definitions = {d["name"]: definition_from_json(d, unseal) for d in snapshot.input_definitions}
     settings = {s["name"]: s for s in snapshot.input_settings}
     values: dict[str, str] = {}
     for name, known in definitions.items():
         default = settings.get(name, {}).get("value")
+        if default is not None and known.sensitive:
+            default = unseal(default)
         if default is None:
             default = known.default
         if default is not None:

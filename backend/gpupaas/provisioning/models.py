@@ -50,9 +50,9 @@ class SimulatedAllocation(Model):
     gpu_count = fields.IntField(default=0)
     cpu_millicores = fields.BigIntField(default=0)
     memory_bytes = fields.BigIntField(default=0)
-    # The manifests as the plan gave them (to tell a changed object from an unchanged one) and the
-    # objects as the simulated API server holds them (with uid, resourceVersion, status, ...).
-    manifests: fields.JSONField[list[dict[str, Any]]] = fields.JSONField(default=list)
+    # The objects as the simulated API server holds them (with uid, resourceVersion, status, ...;
+    # a Secret's data base64, as a cluster keeps it), never the manifests applied: a template's
+    # rendered text would hold its sensitive values in plain text.
     objects: fields.JSONField[list[dict[str, Any]]] = fields.JSONField(default=list)
     # The node ports its Services hold (unique across the cluster), so that admission need not
     # read every instance's objects to find a free one.

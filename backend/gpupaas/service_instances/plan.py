@@ -107,11 +107,14 @@ def build_service_plan(
     running: bool = True,
     restart: str | None = None,
     annotations: Mapping[str, str] | None = None,
+    generated: Mapping[str, str] | None = None,
 ) -> Plan:
     """The plan of a service instance: running (one replica, `restart` to replace the pod) or
     stopped (zero replicas), placed as its compute instance (`allocation`, the GPU model of
-    `compute_resources`). `spec` must be resolved. Raises ValueError for what cannot make valid
-    objects (a spec that passed check_spec and a checked gpu_count always can)."""
+    `compute_resources`). The values of the placeholders of `spec`'s command and env are in
+    `generated` (the pod reads them from a Secret: podspec.py), or `spec` is resolved. Raises
+    ValueError for what cannot make valid objects (a spec that passed check_spec, its values and a
+    checked gpu_count always can)."""
     names = {**GPU_RESOURCE_NAMES, **(gpu_resource_names or {})}
     resource_name = names.get(spec.vendor, GPU_RESOURCE_NAMES["NVIDIA"])
     namespace = namespace_for(project, compute_name, compute_id)
@@ -130,6 +133,7 @@ def build_service_plan(
         memory=memory,
         restart=restart if running else None,
         workspace_size=workspace,
+        generated=generated or {},
     )
     outputs = tuple(
         OutputDefinition(

@@ -1,20 +1,28 @@
-"""The Kubernetes objects of one GPU service instance, built by pure functions from its resolved spec.
+"""The Kubernetes objects of one GPU service instance, built by pure functions from its spec and its
+generated values.
 
-Three objects, applied in this order (`build_objects`):
+Up to four objects, applied in this order (`build_objects`):
 
 1. The workspace: a PersistentVolumeClaim `<name>-workspace` mounted at the spec's mount path
    (`build_workspace_volume`). A claim of its own, not an ephemeral volume or an emptyDir, because
    a service instance is stopped and started again: notebooks, checkpoints and downloaded models
    must survive that, and survive the pod moving to another node. It counts against the compute
    instance's `requests.storage` quota. Deleting the service instance deletes the claim.
-2. The workload: a Deployment with one replica (`build_workload`), not a bare Pod. A bare Pod is
+2. The generated values (`build_generated_secret`): a Secret `<name>-generated` that holds the
+   values of the `{{generated_*}}` placeholders the command and env use (the JupyterLab token),
+   when they use any. The container reads each from it as the env variable GPUPAAS_<NAME>
+   (`secretKeyRef`), and the command and env refer to it as `$(GPUPAAS_<NAME>)`, which the kubelet
+   expands: so the Deployment, which everyone who may read the namespace's workloads reads, and
+   what a cluster stores of it hold no token, only the Secret does (as a cluster keeps Secrets).
+   A spec given already resolved (values in place) gets no Secret.
+3. The workload: a Deployment with one replica (`build_workload`), not a bare Pod. A bare Pod is
    gone for good when its node is drained or it is evicted; a Deployment makes a new one. Stop is
    `replicas: 0` and start is `replicas: 1`, which keeps the object, its Service and the node ports
    the connect links show. Strategy Recreate: the old pod must let go of the GPUs (the namespace's
    quota has exactly the instance's GPUs) and of the ReadWriteOnce workspace before the new one
    starts. progressDeadlineSeconds is an hour, because pulling a 10+ GB CUDA image and loading a
    model take longer than the default 10 minutes, which the driver would report as a failure.
-3. The Service (`build_service`): type NodePort by default, so that the connect links (access
+4. The Service (`build_service`): type NodePort by default, so that the connect links (access
    address + node port) reach it from outside the cluster; None when the spec has no ports.
 
 The container: the spec's image and pull policy (ALWAYS -> Always, IF_NOT_PRESENT -> IfNotPresent,
@@ -49,14 +57,17 @@ already restricts scheduling to nodes that have it. Ascend nodes need the Ascend
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any, Literal
 
 from gpupaas.core import quantities, validation
-from gpupaas.instance_templates.spec import ServiceSpec, find_placeholders
+from gpupaas.instance_templates import placeholders
+from gpupaas.instance_templates.spec import ServiceSpec
 from gpupaas.provisioning.plan import COMPUTE_INSTANCE_LABEL, MANAGED_BY, SERVICE_LABEL
 
 __all__ = [
@@ -67,10 +78,13 @@ __all__ = [
     "PULL_POLICIES",
     "RESTART_ANNOTATION",
     "SERVICE_LABEL",
+    "build_generated_secret",
     "build_objects",
     "build_service",
     "build_workload",
     "build_workspace_volume",
+    "generated_env_name",
+    "generated_secret_name",
     "identity_labels",
     "service_name",
     "workspace_claim_name",
@@ -92,6 +106,7 @@ PULL_POLICIES: dict[str, str] = {"ALWAYS": "Always", "IF_NOT_PRESENT": "IfNotPre
 ServiceType = Literal["ClusterIP", "NodePort"]
 
 _NO_LABELS: Mapping[str, str] = MappingProxyType({})
+_NO_VALUES: Mapping[str, str] = MappingProxyType({})
 _DNS_1035_LABEL = re.compile(validation.DNS_1035_LABEL_PATTERN, re.ASCII)
 
 
@@ -113,6 +128,16 @@ def service_name(name: str) -> str:
         return prefixed
     digest = hashlib.sha256(name.encode()).hexdigest()[:8]
     return f"svc-{name[:50].rstrip('-')}-{digest}"
+
+
+def generated_secret_name(name: str) -> str:
+    """The Secret of the generated values: ``<name>-generated``."""
+    return f"{name}-generated"
+
+
+def generated_env_name(placeholder: str) -> str:
+    """The container's env variable of a generated value: generated_token -> GPUPAAS_GENERATED_TOKEN."""
+    return f"GPUPAAS_{placeholder.upper()}"
 
 
 def identity_labels(
@@ -191,13 +216,78 @@ def build_workspace_volume(
     }
 
 
+# ---------------------------------------------------------------------------------------- generated values
+
+
+def _pod_placeholders(spec: ServiceSpec) -> list[str]:
+    """The placeholders the pod itself uses (command and env; access params stay with the links)."""
+    texts = [*spec.command, *(value for _, value in spec.env)]
+    return sorted({name for text in texts for name in placeholders.names_in(text)})
+
+
+def _referring(spec: ServiceSpec, generated: Mapping[str, str]) -> tuple[ServiceSpec, list[str]]:
+    """The spec with each placeholder of its command and env replaced by a reference to its env
+    variable, and the placeholders replaced. Raises ValueError for one without a value."""
+    used = _pod_placeholders(spec)
+    missing = [name for name in used if name not in generated]
+    if missing:
+        raise ValueError(
+            f"the spec still has placeholders ({', '.join(missing)}) without a generated value: "
+            "resolve it first, or give their values"
+        )
+    references = {name: f"$({generated_env_name(name)})" for name in used}
+    for key, _ in spec.env:
+        if key in {generated_env_name(name) for name in used}:
+            raise ValueError(f"env {key} is where gpupaas puts a generated value: name it otherwise")
+    referring = replace(
+        spec,
+        command=tuple(placeholders.substitute(item, references) for item in spec.command),
+        env=tuple((key, placeholders.substitute(value, references)) for key, value in spec.env),
+    )
+    return referring, used
+
+
+def build_generated_secret(
+    *,
+    name: str,
+    namespace: str,
+    instance_id: str,
+    compute_instance_id: str,
+    values: Mapping[str, str],
+    labels: Mapping[str, str] = _NO_LABELS,
+) -> dict[str, Any]:
+    """The Secret of the generated values (placeholder name -> value), as `data` (base64): what the
+    API server keeps of a Secret either way."""
+    _check_identity(name, namespace, instance_id, compute_instance_id)
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": _metadata(
+            generated_secret_name(name),
+            namespace,
+            identity_labels(
+                name=name, instance_id=instance_id, compute_instance_id=compute_instance_id, labels=labels
+            ),
+        ),
+        "type": "Opaque",
+        "data": {key: base64.b64encode(value.encode()).decode() for key, value in sorted(values.items())},
+    }
+
+
 # ---------------------------------------------------------------------------------------- workload
 
 
 def _container(
-    spec: ServiceSpec, *, gpu_count: int, gpu_resource_name: str, cpu: str | None, memory: str | None
+    spec: ServiceSpec,
+    *,
+    gpu_count: int,
+    gpu_resource_name: str,
+    cpu: str | None,
+    memory: str | None,
+    generated: list[dict[str, Any]],
 ) -> dict[str, Any]:
-    env = [{"name": key, "value": value} for key, value in spec.env]
+    # The generated values first: the kubelet expands $(NAME) only from variables defined before.
+    env = [*generated, *({"name": key, "value": value} for key, value in spec.env)]
     if gpu_count == 0 and all(key != "NVIDIA_VISIBLE_DEVICES" for key, _ in spec.env):
         env.append({"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"})
     resources: dict[str, str] = {"ephemeral-storage": spec.container_disk}
@@ -250,17 +340,23 @@ def build_workload(
     cpu: str | None = None,
     memory: str | None = None,
     restart: str | None = None,
+    generated: Mapping[str, str] = _NO_VALUES,
 ) -> dict[str, Any]:
     """The service instance's Deployment: one replica when running, `replicas=0` when stopped.
     `restart` (the restart's id) on the pod template replaces the running pod with a new one.
 
-    `spec` must be resolved (no placeholders left); `gpu_count` GPUs of `gpu_resource_name` for a GPU
-    vendor, 0 for CPU. Raises ValueError for arguments that cannot make a valid Deployment.
+    Each placeholder of the command and env must have its value in `generated` (they are read from
+    the Secret `build_generated_secret` makes), or the spec be resolved; `gpu_count` GPUs of
+    `gpu_resource_name` for a GPU vendor, 0 for CPU. Raises ValueError for arguments that cannot
+    make a valid Deployment.
     """
     _check_identity(name, namespace, instance_id, compute_instance_id)
-    left = find_placeholders(spec)
-    if left:
-        raise ValueError(f"the spec still has placeholders ({', '.join(sorted(left))}): resolve it first")
+    spec, used = _referring(spec, generated)
+    secret = generated_secret_name(name)
+    generated_env = [
+        {"name": generated_env_name(key), "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
+        for key in used
+    ]
     if isinstance(gpu_count, bool) or not isinstance(gpu_count, int) or gpu_count < 0:
         raise ValueError(f"gpu_count must be a whole number of GPUs, 0 or more (not {gpu_count!r})")
     if spec.vendor == "CPU" and gpu_count:
@@ -288,7 +384,14 @@ def build_workload(
         template_metadata["annotations"] = {RESTART_ANNOTATION: restart}
     pod_spec: dict[str, Any] = {
         "containers": [
-            _container(spec, gpu_count=gpu_count, gpu_resource_name=gpu_resource_name, cpu=cpu, memory=memory)
+            _container(
+                spec,
+                gpu_count=gpu_count,
+                gpu_resource_name=gpu_resource_name,
+                cpu=cpu,
+                memory=memory,
+                generated=generated_env,
+            )
         ],
         "volumes": [
             {"name": WORKSPACE_VOLUME, "persistentVolumeClaim": {"claimName": workspace_claim_name(name)}},
@@ -372,8 +475,10 @@ def build_objects(
     workspace_size: str = DEFAULT_WORKSPACE_SIZE,
     storage_class: str | None = None,
     service_type: ServiceType = "NodePort",
+    generated: Mapping[str, str] = _NO_VALUES,
 ) -> list[dict[str, Any]]:
-    """Every object of the service instance in apply order: workspace claim, Deployment, Service."""
+    """Every object of the service instance in apply order: workspace claim, the Secret of the
+    generated values its command and env use (if they use any), Deployment, Service."""
     workload = build_workload(
         spec=spec,
         name=name,
@@ -387,6 +492,7 @@ def build_objects(
         cpu=cpu,
         memory=memory,
         restart=restart,
+        generated=generated,
     )
     claim = build_workspace_volume(
         name=name,
@@ -406,4 +512,19 @@ def build_objects(
         labels=labels,
         service_type=service_type,
     )
-    return [claim, workload] if service is None else [claim, workload, service]
+    used = _pod_placeholders(spec)
+    secrets = (
+        [
+            build_generated_secret(
+                name=name,
+                namespace=namespace,
+                instance_id=instance_id,
+                compute_instance_id=compute_instance_id,
+                values={key: generated[key] for key in used},
+                labels=labels,
+            )
+        ]
+        if used
+        else []
+    )
+    return [claim, *secrets, workload] if service is None else [claim, *secrets, workload, service]

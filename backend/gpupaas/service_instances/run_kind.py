@@ -12,7 +12,6 @@ from typing import Any
 
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.core import crypto
-from gpupaas.instance_templates.spec import resolve
 from gpupaas.provisioning.plan import SERVICE_LABEL, PermanentError, Plan
 from gpupaas.provisioning.registry import ClusterTarget, resource_names
 from gpupaas.runs.kinds import Claimed, RunKind, Work
@@ -54,7 +53,10 @@ def plan_of(
     return build_service_plan(
         service_id=str(service.id),
         name=service.name,
-        spec=resolve(service.spec_model(), values),
+        # Unresolved: the pod reads the generated values from a Secret (podspec.py), so that the
+        # Deployment holds no token.
+        spec=service.spec_model(),
+        generated=values,
         gpu_count=service.gpu_count,
         compute_id=str(instance.id),
         compute_name=instance.name,

@@ -122,6 +122,7 @@ class CatalogMutation:
                 [i.to_service() for i in input.inputs or []],
                 [o.to_service() for o in input.outputs or []],
                 input.state,
+                secret_key=info.context.settings.secret_key,
             )
         )
         return version_payload(version, errors)
@@ -142,7 +143,14 @@ class CatalogMutation:
         self, info: Info, input: CreateComputeProfileInput
     ) -> ComputeProfilePayload:
         return profile_payload(
-            *await attempt(profiles.create_profile(info.context.actor, input.project, profile_in(input)))
+            *await attempt(
+                profiles.create_profile(
+                    info.context.actor,
+                    input.project,
+                    profile_in(input),
+                    secret_key=info.context.settings.secret_key,
+                )
+            )
         )
 
     @strawberry.mutation
@@ -150,7 +158,14 @@ class CatalogMutation:
         self, info: Info, input: UpdateComputeProfileInput
     ) -> ComputeProfilePayload:
         return profile_payload(
-            *await attempt(profiles.update_profile(info.context.actor, input.id, profile_in(input)))
+            *await attempt(
+                profiles.update_profile(
+                    info.context.actor,
+                    input.id,
+                    profile_in(input),
+                    secret_key=info.context.settings.secret_key,
+                )
+            )
         )
 
     @strawberry.mutation

@@ -37,6 +37,7 @@ from gpupaas.catalog.models import (
 from gpupaas.catalog.service import profile_settings, profiles, visibility
 from gpupaas.catalog.service.visibility import ShownProfile
 from gpupaas.clusters.graphql import ClusterType, clusters_by_id
+from gpupaas.core.crypto import Sealer
 from gpupaas.core.gpus import Vendor
 from gpupaas.graphql.common import KeyValue, KeyValueInput, UserError, key_values, pairs_in
 from gpupaas.graphql.context import Info
@@ -187,10 +188,15 @@ class ComputeProfileType:
     # what the schema shows.
     @strawberry.field(
         description="One per input of the template version. A sensitive input's value shows as "
-        '"********"; given back unchanged, it keeps the stored value.',
+        '"********" to everyone; given back unchanged, it keeps the stored value. `reveal: true` shows '
+        "it to the admins of the profile's project and is FORBIDDEN to anyone else.",
         graphql_type=list[InputSetting],
     )
-    def input_settings(self, info: Info) -> list[InputSetting] | Awaitable[list[InputSetting]]:
+    def input_settings(
+        self, info: Info, reveal: bool = False
+    ) -> list[InputSetting] | Awaitable[list[InputSetting]]:
+        if reveal:
+            return self._revealed_input_settings(info)
         if self._read is not None:
             return self._read.input_settings
         return self._load_input_settings(info)
@@ -225,6 +231,15 @@ class ComputeProfileType:
     async def _load_input_settings(self, info: Info) -> list[InputSetting]:
         sensitive = visibility.sensitive_inputs(await self._version(info))
         return _input_settings(visibility.input_settings_shown(self._model, sensitive))
+
+    async def _revealed_input_settings(self, info: Info) -> list[InputSetting]:
+        sensitive = visibility.sensitive_inputs(await self._version(info))
+        owner = await info.context.loaders.get(projects_by_id).load(self._model.project_id)
+        assert owner is not None
+        sealer = Sealer(info.context.settings.secret_key)
+        return _input_settings(
+            visibility.input_settings_revealed(info.context.actor, self._model, owner, sensitive, sealer)
+        )
 
     async def _load_version(self, info: Info) -> EnvironmentTemplateVersionType:
         return EnvironmentTemplateVersionType.of(await self._version(info))

@@ -4,6 +4,7 @@ of templates and versions (thin: the rules are catalog.service.templates')."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable
 from datetime import datetime
 from enum import Enum
 from typing import Any
@@ -14,6 +15,7 @@ from strawberry.dataloader import DataLoader
 from gpupaas.accounts.graphql import ProjectType, project_of, projects_by_id
 from gpupaas.catalog.models import EnvironmentTemplate, EnvironmentTemplateVersion, VersionState
 from gpupaas.catalog.service import templates, visibility
+from gpupaas.core.crypto import Sealer
 from gpupaas.graphql.common import UserError
 from gpupaas.graphql.context import Info
 from gpupaas.graphql.loaders import by_id, grouped
@@ -46,7 +48,9 @@ def versions_of_template() -> DataLoader[uuid.UUID, list[EnvironmentTemplateVers
     return grouped(rows, lambda version: version.template_id)
 
 
-@strawberry.type
+@strawberry.type(
+    description='A sensitive input\'s `default` shows as "********" (see EnvironmentTemplateVersion.inputs).'
+)
 class InputDefinition:
     name: str
     type: InputType
@@ -129,10 +133,38 @@ class EnvironmentTemplateVersionType:
     id: strawberry.ID
     version: str
     state: VersionState
-    inputs: list[InputDefinition]
     outputs: list[OutputDefinition]
     created_at: datetime
     _model: strawberry.Private[EnvironmentTemplateVersion]
+    _shown_inputs: strawberry.Private[list[InputDefinition] | None] = None
+
+    # A plain resolver (no coroutine unless `reveal` needs the template's project): the lists share
+    # one version object among the profiles that pin it.
+    @strawberry.field(
+        description='A sensitive input\'s default shows as "********" to everyone; `reveal: true` shows '
+        "it to the admins of the template's project (platform admins for built-in templates) and is "
+        "FORBIDDEN to anyone else.",
+        graphql_type=list[InputDefinition],
+    )
+    def inputs(
+        self, info: Info, reveal: bool = False
+    ) -> list[InputDefinition] | Awaitable[list[InputDefinition]]:
+        if reveal:
+            return self._revealed_inputs(info)
+        if self._shown_inputs is None:
+            self._shown_inputs = [
+                InputDefinition.of(d) for d in visibility.definitions_shown(self._model.inputs)
+            ]
+        return self._shown_inputs
+
+    async def _revealed_inputs(self, info: Info) -> list[InputDefinition]:
+        template = await info.context.loaders.get(templates_by_id).load(self._model.template_id)
+        assert template is not None
+        owner = await info.context.loaders.get(projects_by_id).load(template.project_id)
+        assert owner is not None
+        sealer = Sealer(info.context.settings.secret_key)
+        revealed = visibility.definitions_revealed(info.context.actor, owner, self._model.inputs, sealer)
+        return [InputDefinition.of(d) for d in revealed]
 
     @strawberry.field
     async def resources(self, info: Info) -> str | None:
@@ -166,7 +198,6 @@ class EnvironmentTemplateVersionType:
             id=strawberry.ID(str(version.id)),
             version=version.version,
             state=version.state,
-            inputs=[InputDefinition.of(d) for d in version.inputs],
             outputs=[
                 OutputDefinition(name=o["name"], description=o.get("description"), value=o["value"])
                 for o in version.outputs
@@ -191,10 +222,16 @@ class EnvironmentTemplateType:
     async def project(self, info: Info) -> ProjectType:
         return await project_of(info, self._model.project_id)
 
-    @strawberry.field(description="Newest first.")
+    @strawberry.field(
+        description="Newest first. Another project (one a profile pinning this template is shared "
+        "with) sees only the versions such profiles pin."
+    )
     async def versions(self, info: Info) -> list[EnvironmentTemplateVersionType]:
         rows = await info.context.loaders.get(versions_of_template).load(self._model.id)
-        return [EnvironmentTemplateVersionType.of(v) for v in rows]
+        owner = await info.context.loaders.get(projects_by_id).load(self._model.project_id)
+        assert owner is not None
+        shown = await visibility.versions_shown(info.context.actor, self._model, owner, rows)
+        return [EnvironmentTemplateVersionType.of(v) for v in shown]
 
     @classmethod
     def of(cls, template: EnvironmentTemplate) -> EnvironmentTemplateType:

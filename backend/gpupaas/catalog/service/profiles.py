@@ -18,6 +18,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from tortoise.exceptions import IntegrityError
 from tortoise.expressions import Q
@@ -36,7 +37,13 @@ from gpupaas.catalog.models import (
     EnvironmentTemplateVersion,
     VersionState,
 )
-from gpupaas.catalog.service.definitions import definition_from_json, output_from_json
+from gpupaas.catalog.service.definitions import (
+    definition_from_json,
+    output_from_json,
+    sensitive_names,
+    settings_with_values,
+    unsealing,
+)
 from gpupaas.catalog.service.profile_settings import (
     InputSettingIn,
     OutputSettingIn,
@@ -49,6 +56,7 @@ from gpupaas.clusters.models import Cluster
 from gpupaas.clusters.service import cluster_for_profile, default_cluster, gpu_resource_names
 from gpupaas.core import quantities, validation
 from gpupaas.core.actor import Actor
+from gpupaas.core.crypto import Sealer
 from gpupaas.core.errors import Collector, ErrorCode, Forbidden, InvalidArgument, UserErrors
 from gpupaas.core.gpus import Vendor
 from gpupaas.core.ids import parse_id
@@ -253,7 +261,7 @@ async def _apply_cluster(problems: Collector, profile: ComputeProfile, data: Pro
 
 
 async def _check_confinement(
-    problems: Collector, profile: ComputeProfile, version: EnvironmentTemplateVersion
+    problems: Collector, profile: ComputeProfile, version: EnvironmentTemplateVersion, sealer: Sealer
 ) -> None:
     """The version, rendered with the profile's resources, keeps to the tenant confinement of the
     profile's cluster (its own or the default one), when that cluster confines it."""
@@ -266,7 +274,7 @@ async def _check_confinement(
     scope = template_scope(version.template.project)
     if not is_confined(scope, cluster.template_policy):
         return
-    defs = [definition_from_json(d) for d in version.inputs]
+    defs = [definition_from_json(d, unsealing(sealer, "template version")) for d in version.inputs]
     names = gpu_resource_names(cluster)
     context = replace(
         sample_context(defs),
@@ -297,7 +305,30 @@ async def _check_confinement(
     )
 
 
-async def create_profile(actor: Actor, project: str, data: ProfileIn) -> ComputeProfile:
+def _resolve_settings(
+    problems: Collector,
+    profile: ComputeProfile,
+    version: EnvironmentTemplateVersion,
+    data: ProfileIn,
+    previous: list[dict[str, Any]],
+    sealer: Sealer,
+) -> None:
+    """The profile's settings of the version's inputs and outputs, checked with the values they
+    hold (sensitive ones unsealed) and stored with sensitive values sealed."""
+    unseal = unsealing(sealer, "compute profile")
+    defs = [definition_from_json(d, unseal) for d in version.inputs]
+    outs = [output_from_json(o) for o in version.outputs]
+    # Every stored value unsealed: the previous version may have marked other inputs sensitive.
+    opened = settings_with_values(previous, frozenset(s["name"] for s in previous), unseal)
+    settings = resolve_input_settings(problems, defs, data.input_settings, opened)
+    profile.input_settings = settings_with_values(settings, sensitive_names(version.inputs), sealer.seal)
+    profile.output_settings = resolve_output_settings(
+        problems, outs, data.output_settings, profile.output_settings
+    )
+
+
+async def create_profile(actor: Actor, project: str, data: ProfileIn, *, secret_key: str) -> ComputeProfile:
+    """A new profile; the values of its sensitive inputs are stored sealed with `secret_key`."""
     owner = await require_project(actor, project, ("input", "project"))
     actor.require_admin_of(owner)
     if owner.is_system:
@@ -327,12 +358,10 @@ async def create_profile(actor: Actor, project: str, data: ProfileIn) -> Compute
     await _apply_cluster(problems, profile, data)
     if version is not None:
         profile.template_version = version
-        defs = [definition_from_json(d) for d in version.inputs]
-        outs = [output_from_json(o) for o in version.outputs]
-        profile.input_settings = resolve_input_settings(problems, defs, data.input_settings, [])
-        profile.output_settings = resolve_output_settings(problems, outs, data.output_settings, [])
+        profile.output_settings = []
+        _resolve_settings(problems, profile, version, data, [], Sealer(secret_key))
         if not problems:
-            await _check_confinement(problems, profile, version)
+            await _check_confinement(problems, profile, version, Sealer(secret_key))
     if not problems and await ComputeProfile.exists(project_id=owner.id, name=name):
         problems.add(
             ("input", "name"),
@@ -351,7 +380,10 @@ async def create_profile(actor: Actor, project: str, data: ProfileIn) -> Compute
     return profile
 
 
-async def update_profile(actor: Actor, profile_id: str, data: ProfileIn) -> ComputeProfile:
+async def update_profile(
+    actor: Actor, profile_id: str, data: ProfileIn, *, secret_key: str
+) -> ComputeProfile:
+    """Changes the profile; the values of its sensitive inputs are stored sealed with `secret_key`."""
     profile = await _require_profile_admin(actor, profile_id, ("input", "id"))
     problems = Collector()
     if data.name is not None and data.name != profile.name:
@@ -376,16 +408,10 @@ async def update_profile(actor: Actor, profile_id: str, data: ProfileIn) -> Comp
             profile.template_version = version
     _apply_common_fields(problems, profile, data)
     await _apply_cluster(problems, profile, data)
-    defs = [definition_from_json(d) for d in version.inputs]
-    outs = [output_from_json(o) for o in version.outputs]
-    profile.input_settings = resolve_input_settings(
-        problems, defs, data.input_settings, profile.input_settings
-    )
-    profile.output_settings = resolve_output_settings(
-        problems, outs, data.output_settings, profile.output_settings
-    )
+    sealer = Sealer(secret_key)
+    _resolve_settings(problems, profile, version, data, profile.input_settings, sealer)
     if not problems:
-        await _check_confinement(problems, profile, version)
+        await _check_confinement(problems, profile, version, sealer)
     problems.raise_if_any()
     profile.revision += 1
     await profile.save()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tortoise.exceptions import IntegrityError
@@ -28,10 +28,11 @@ from gpupaas.catalog.models import (
     EnvironmentTemplateVersion,
     VersionState,
 )
-from gpupaas.catalog.service.definitions import definition_to_json, output_to_json
+from gpupaas.catalog.service.definitions import SENSITIVE_MASK, definition_to_json, output_to_json
 from gpupaas.catalog.service.visibility import project_for_listing
 from gpupaas.core import validation
 from gpupaas.core.actor import Actor
+from gpupaas.core.crypto import Sealer
 from gpupaas.core.errors import Collector, ErrorCode, UserErrors
 from gpupaas.core.ids import parse_id
 from gpupaas.core.search import matching
@@ -197,6 +198,13 @@ def _version_problems(
         if item.type not in ("STRING", "NUMBER", "BOOLEAN", "QUANTITY"):
             problems.add(("input", "inputs", index, "type"), "must be STRING, NUMBER, BOOLEAN or QUANTITY")
             continue
+        if item.sensitive and item.default == SENSITIVE_MASK:
+            # A form that copied another version was shown the mask, not the default.
+            problems.add(
+                ("input", "inputs", index, "default"),
+                f'"{SENSITIVE_MASK}" is the mask shown for a sensitive default, not a value: give the '
+                "default itself (the template's admins read it with inputs(reveal: true)), or none",
+            )
         definitions.append(
             InputDefinition(
                 name=item.name,
@@ -233,7 +241,10 @@ async def add_version(
     inputs: Sequence[InputDefinitionIn],
     outputs: Sequence[OutputDefinitionIn],
     state: VersionState | None,
+    *,
+    secret_key: str,
 ) -> EnvironmentTemplateVersion:
+    """A new version; the defaults of its sensitive inputs are stored sealed with `secret_key`."""
     template = await _require_template(actor, template_id, ("input", "template"))
     problems, definitions, outs = _version_problems(
         version, resources, inputs, outputs, template_scope(template.project)
@@ -248,7 +259,7 @@ async def add_version(
                 version=version,
                 state=state or VersionState.DRAFT,
                 resources=resources,
-                inputs=[definition_to_json(d) for d in definitions],
+                inputs=[definition_to_json(d, Sealer(secret_key).seal) for d in definitions],
                 outputs=[output_to_json(o) for o in outs],
             )
             await template.save(update_fields=["updated_at"])
@@ -282,6 +293,16 @@ async def set_version_state(actor: Actor, version_id: str, state: VersionState) 
     return version
 
 
+def _no_builtin_secret(template: str) -> Callable[[str], str]:
+    def refuse(value: str) -> str:
+        raise ValueError(
+            f'built-in template "{template}" declares a default for a sensitive input: a default '
+            "written in gpupaas's source is no secret; leave it out"
+        )
+
+    return refuse
+
+
 async def sync_builtin_templates() -> None:
     """Insert the built-in templates and versions that are missing (idempotent; never overwrites)."""
     system = await ensure_system_project()
@@ -305,6 +326,6 @@ async def sync_builtin_templates() -> None:
                     version=builtin.version,
                     state=VersionState.ACTIVE,
                     resources=builtin.resources,
-                    inputs=[definition_to_json(d) for d in builtin.inputs],
+                    inputs=[definition_to_json(d, _no_builtin_secret(builtin.name)) for d in builtin.inputs],
                     outputs=[output_to_json(o) for o in builtin.outputs],
                 )

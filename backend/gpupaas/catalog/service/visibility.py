@@ -1,6 +1,8 @@
 """What a caller may see of the catalog, decided here and nowhere else (the GraphQL layer shows
-what these functions give): the projects its lists are for, template internals, a profile's input
-values (sensitive ones masked for everyone) and the projects a profile is shared with."""
+what these functions give): the projects its lists are for, template internals, which versions of
+a template another project sees, the defaults and values of inputs (sensitive ones masked for
+everyone, unsealed for the owning project's admins who ask) and the projects a profile is shared
+with."""
 
 from __future__ import annotations
 
@@ -9,14 +11,23 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tortoise.expressions import Q
+
 from gpupaas.accounts import sharing
 from gpupaas.accounts.models import Project
 from gpupaas.accounts.service import project_by_name
+from gpupaas.accounts.sharing import SharingMode
 from gpupaas.catalog.models import ComputeProfile, EnvironmentTemplate, EnvironmentTemplateVersion
 from gpupaas.catalog.reads import ListedProfile
-from gpupaas.catalog.service.definitions import SENSITIVE_MASK
+from gpupaas.catalog.service.definitions import (
+    SENSITIVE_MASK,
+    sensitive_names,
+    settings_with_values,
+    unsealing,
+)
 from gpupaas.core.actor import Actor
-from gpupaas.core.errors import NotFound
+from gpupaas.core.crypto import Sealer
+from gpupaas.core.errors import Forbidden, NotFound
 
 
 async def project_for_listing(actor: Actor, project: str) -> Project:
@@ -63,24 +74,89 @@ async def resources_shown(
     return await read()
 
 
+async def versions_shown(
+    actor: Actor,
+    template: EnvironmentTemplate,
+    owner: Project,
+    versions: Sequence[EnvironmentTemplateVersion],
+) -> list[EnvironmentTemplateVersion]:
+    """Which of the template's versions (`versions`) the caller sees: every one to those who see
+    its project (its members, platform admins; everyone for the built-in ones); to another project
+    only those that a profile shared with it pins (how it reached the template)."""
+    if actor.can_see(owner):
+        return list(versions)
+    if not actor.roles:
+        return []
+    mine = list(actor.roles)
+    shared = Q(sharing_mode=SharingMode.ALL_PROJECTS) | Q(
+        sharing_mode=SharingMode.SELECTED_PROJECTS, shares__project_id__in=mine
+    )
+    pinned = set(
+        await ComputeProfile.filter(shared, template_version__template_id=template.id).values_list(
+            "template_version_id", flat=True
+        )
+    )
+    return [version for version in versions if version.id in pinned]
+
+
 # ---------------------------------------------------------------- input values
 
 
 def sensitive_inputs(version: EnvironmentTemplateVersion) -> frozenset[str]:
     """The names of the version's inputs whose values are never shown."""
-    return frozenset(d["name"] for d in version.inputs if d.get("sensitive"))
+    return sensitive_names(version.inputs)
+
+
+def _mask(value: str) -> str:
+    return SENSITIVE_MASK
+
+
+def require_reveal(actor: Actor, owner: Project, what: str) -> None:
+    """Sensitive values are unsealed for the admins of the project that holds them (`owner`;
+    platform admins for the built-in templates), when they ask: `what` they asked for."""
+    if not actor.is_admin_of(owner.id):
+        raise Forbidden(
+            f'Only admins of project "{owner.name}" may reveal the sensitive values of its {what}; '
+            f'others see "{SENSITIVE_MASK}" (leave out reveal).'
+        )
+
+
+def definitions_shown(definitions: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A version's input definitions (as stored) as everyone, its admins included, is shown them:
+    the default of a sensitive input that has one is SENSITIVE_MASK."""
+    return [
+        {**d, "default": SENSITIVE_MASK} if d.get("sensitive") and d.get("default") is not None else d
+        for d in definitions
+    ]
+
+
+def definitions_revealed(
+    actor: Actor, owner: Project, definitions: Sequence[dict[str, Any]], sealer: Sealer
+) -> list[dict[str, Any]]:
+    """A version's input definitions with the sensitive defaults unsealed, for the admins of its
+    template's project (`owner`); Forbidden for anyone else."""
+    require_reveal(actor, owner, "environment templates")
+    unseal = unsealing(sealer, "template version")
+    return [
+        {**d, "default": unseal(d["default"])} if d.get("sensitive") and d.get("default") is not None else d
+        for d in definitions
+    ]
 
 
 def input_settings_shown(profile: ComputeProfile, sensitive: frozenset[str]) -> list[dict[str, Any]]:
     """The profile's input settings (as stored) as everyone, its admins included, is shown them:
     the value of a `sensitive` input that has one is SENSITIVE_MASK (which, given back, keeps it:
     profile_settings). The stored settings are left as they are."""
-    return [
-        {**setting, "value": SENSITIVE_MASK}
-        if setting["name"] in sensitive and setting.get("value") is not None
-        else setting
-        for setting in profile.input_settings
-    ]
+    return settings_with_values(profile.input_settings, sensitive, _mask)
+
+
+def input_settings_revealed(
+    actor: Actor, profile: ComputeProfile, owner: Project, sensitive: frozenset[str], sealer: Sealer
+) -> list[dict[str, Any]]:
+    """The profile's input settings with the sensitive values unsealed, for the admins of its
+    project (`owner`); Forbidden for anyone else (the projects it is shared with included)."""
+    require_reveal(actor, owner, "compute profiles")
+    return settings_with_values(profile.input_settings, sensitive, unsealing(sealer, "compute profile"))
 
 
 # ---------------------------------------------------------------- share targets

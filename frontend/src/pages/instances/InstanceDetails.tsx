@@ -4,7 +4,6 @@ import { ActionIcon, Anchor, Badge, CopyButton, DataList, Group, Table, Text, To
 import { IconCheck, IconCopy } from "@tabler/icons-react";
 import { Link } from "react-router-dom";
 
-import { statusLabel } from "../../components/StatusBadge";
 import { Panel } from "../../components/Section";
 import { AllocationBadge } from "../catalog/resources";
 import { when, type Instance } from "./overview";
@@ -85,9 +84,11 @@ export function DetailsSection({ instance, base }: { instance: Instance; base: s
             {instance.cluster ? (
               <Group gap={6}>
                 <Text size="sm">{instance.cluster.displayName || instance.cluster.name}</Text>
-                <Badge size="xs" variant="light" color={instance.cluster.status === "READY" ? "green" : instance.cluster.status === "UNREACHABLE" ? "red" : "gray"}>
-                  {statusLabel(instance.cluster.status)}
-                </Badge>
+                {instance.cluster.gpuModels.map((model) => (
+                  <Badge key={model} size="xs" variant="light" color="gray">
+                    {model}
+                  </Badge>
+                ))}
               </Group>
             ) : (
               "—"

@@ -64,7 +64,7 @@ export const InstanceOverviewFieldsDocument = graphql(`
       id
       name
       displayName
-      status
+      gpuModels
     }
     services {
       id

@@ -69,7 +69,7 @@ export function instance(overrides: Record<string, unknown> = {}) {
     profile: { id: "prof-1", name: "a100-large", displayName: "A100 Large" },
     outdated: false,
     sharing: { mode: "NONE", projects: [] },
-    cluster: { id: "c1", name: "local", displayName: "Local", status: "READY" },
+    cluster: { id: "c1", name: "local", displayName: "Local", gpuModels: ["H100 80GB"] },
     services: [],
     actions: actions(RUN_UNDER_WAY),
     runs: [

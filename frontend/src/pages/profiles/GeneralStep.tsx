@@ -68,7 +68,7 @@ export function GeneralStep({
     },
     ...clusters.map((c) => ({
       value: c.id,
-      label: `${c.displayName || c.name}${c.isDefault ? " (default)" : ""} · ${statusLabel(c.status)}`,
+      label: `${c.displayName || c.name}${c.gpuModels.length > 0 ? ` · ${c.gpuModels.join(", ")}` : ""}`,
     })),
   ];
 

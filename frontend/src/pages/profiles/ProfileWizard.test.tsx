@@ -57,7 +57,7 @@ const OPTIONS = {
         ],
       },
     ],
-    clusters: [{ id: "c1", name: "local", displayName: "Local", isDefault: true, status: "READY" }],
+    clusters: [{ id: "c1", name: "local", displayName: "Local", gpuModels: ["H100 80GB"] }],
   },
 };
 

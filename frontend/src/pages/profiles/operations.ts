@@ -137,7 +137,8 @@ export const ProfileDetailDocument = graphql(`
   }
 `);
 
-/** What the wizard offers: the templates (with their versions' inputs and outputs) and clusters. */
+/** What the wizard offers: the templates (with their versions' inputs and outputs) and clusters
+ * (project admins see of a cluster its name and GPU models; only platform admins see more). */
 export const ProfileWizardOptionsDocument = graphql(`
   query ProfileWizardOptions($project: String!) {
     environmentTemplates(project: $project) {
@@ -172,8 +173,7 @@ export const ProfileWizardOptionsDocument = graphql(`
       id
       name
       displayName
-      isDefault
-      status
+      gpuModels
     }
   }
 `);

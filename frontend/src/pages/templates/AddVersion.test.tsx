@@ -213,3 +213,58 @@ describe("Add Version", () => {
     });
   });
 });
+
+describe("Add Version from a version with a sensitive default", () => {
+  const password = {
+    name: "password",
+    type: "STRING",
+    description: null,
+    required: false,
+    default: "********",
+    options: [],
+    pattern: null,
+    min: null,
+    max: null,
+    sensitive: true,
+  };
+  const SENSITIVE = { ...TEMPLATE, versions: [{ ...TEMPLATE.versions[0], inputs: [...TEMPLATE.versions[0].inputs, password] }] };
+
+  it("copies the default itself, which it asks the API to reveal, and never the mask", async () => {
+    const user = userEvent.setup({ delay: null });
+    const { calls } = renderStudio("/p/ml/studio/templates/t1/versions/new?from=v1", ROUTES, {
+      EnvTemplateDetail: { data: { environmentTemplate: SENSITIVE } },
+      EnvTemplateRevealedDefaults: {
+        data: {
+          environmentTemplate: {
+            id: "t1",
+            versions: [{ id: "v1", inputs: [{ name: "maxPods", default: "100" }, { name: "password", default: "s3cr3t" }] }],
+          },
+        },
+      },
+      EnvTemplateAddVersion: { data: { addEnvironmentTemplateVersion: { version: { id: "v2" }, userErrors: [] } } },
+    });
+    await screen.findByText(/Starting from a copy of version 1.0.0/);
+    expect(lastCall(calls, "EnvTemplateRevealedDefaults")).toEqual({ id: "t1" });
+    // the default is in the form, typed as a password
+    const field = screen.getByLabelText("Input 2 default");
+    expect(field).toHaveValue("s3cr3t");
+    expect(field).toHaveAttribute("type", "password");
+
+    const version = screen.getAllByLabelText(/^Version/).find((el) => el.tagName === "INPUT")!;
+    await user.type(version, "2.0.0");
+    await user.click(screen.getByRole("button", { name: "Add Version" }));
+    const sent = lastCall(calls, "EnvTemplateAddVersion") as { input: { inputs: { name: string; default: string | null }[] } };
+    expect(sent.input.inputs.map((i) => [i.name, i.default])).toEqual([
+      ["maxPods", "100"],
+      ["password", "s3cr3t"],
+    ]);
+  });
+
+  it("does not ask for sensitive defaults when the version has none", async () => {
+    const { calls } = renderStudio("/p/ml/studio/templates/t1/versions/new?from=v1", ROUTES, {
+      EnvTemplateDetail: { data: { environmentTemplate: TEMPLATE } },
+    });
+    await screen.findByText(/Starting from a copy of version 1.0.0/);
+    expect(calls.some((c) => c.name === "EnvTemplateRevealedDefaults")).toBe(false);
+  });
+});

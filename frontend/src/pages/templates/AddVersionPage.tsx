@@ -27,10 +27,15 @@ import { useProject } from "../../app/project";
 import { describeError, errorsByField, fieldKey, type ServerError } from "../../components/errors";
 import { FormErrors } from "../../components/FormErrors";
 import { ErrorState, Loading } from "../../components/states";
-import type { AddEnvironmentTemplateVersionInput, EnvTemplateDetailQuery, VersionState } from "../../gql/graphql";
+import type {
+  AddEnvironmentTemplateVersionInput,
+  EnvTemplateDetailQuery,
+  EnvTemplateRevealedDefaultsQuery,
+  VersionState,
+} from "../../gql/graphql";
 import { useCanManage, VERSION_STATES } from "./common";
 import { InputsEditor, OutputsEditor, type InputDraft, type OutputDraft } from "./DefinitionsEditors";
-import { EnvTemplateAddVersionDocument, EnvTemplateDetailDocument } from "./operations";
+import { EnvTemplateAddVersionDocument, EnvTemplateDetailDocument, EnvTemplateRevealedDefaultsDocument } from "./operations";
 import { documentRanges, parseResourceProblem, problemLines, type ResourceProblem } from "./yamlProblems";
 import { goToLine, YamlEditor } from "./YamlEditor";
 
@@ -65,6 +70,10 @@ export function AddVersionPage() {
   const [{ data, fetching, error }, reexecute] = useQuery({ query: EnvTemplateDetailDocument, variables: { id } });
   const base = `/p/${project}/studio/templates`;
   const template = data?.environmentTemplate;
+  const source = template?.versions.find((v) => v.id === params.get("from")) ?? null;
+  // A sensitive default is shown masked: a copy asks for it (the template's admins only).
+  const masked = Boolean(template && canManage(template) && source?.inputs.some((i) => i.sensitive && i.default != null));
+  const [revealed] = useQuery({ query: EnvTemplateRevealedDefaultsDocument, variables: { id }, pause: !masked });
 
   let body;
   if (fetching && !data) body = <Loading label="Loading the environment template" />;
@@ -79,8 +88,12 @@ export function AddVersionPage() {
     body = <ErrorState message="This environment template does not exist, or you may not see it." />;
   } else if (!canManage(template)) {
     body = <ErrorState message="You may not add versions to this template (built-in templates are changed by platform admins)." />;
+  } else if (masked && revealed.error) {
+    body = <ErrorState message={describeError(revealed.error) ?? "Could not read the version's sensitive defaults."} />;
+  } else if (masked && !revealed.data) {
+    body = <Loading label="Reading the version's sensitive defaults" />;
   } else {
-    const from = template.versions.find((v) => v.id === params.get("from")) ?? null;
+    const from = source && masked ? withRevealedDefaults(source, revealed.data) : source;
     body = <AddVersionForm key={from?.id ?? "empty"} template={template} from={from} />;
   }
 
@@ -101,6 +114,17 @@ export function AddVersionPage() {
       {body}
     </Stack>
   );
+}
+
+/** The version with its sensitive inputs' defaults as the API revealed them. */
+function withRevealedDefaults(version: Version, revealed: EnvTemplateRevealedDefaultsQuery | undefined): Version {
+  const defaults = new Map(
+    (revealed?.environmentTemplate?.versions.find((v) => v.id === version.id)?.inputs ?? []).map((i) => [i.name, i.default]),
+  );
+  return {
+    ...version,
+    inputs: version.inputs.map((i) => (i.sensitive && defaults.has(i.name) ? { ...i, default: defaults.get(i.name) ?? null } : i)),
+  };
 }
 
 function inputDraft(d: Version["inputs"][number]): InputDraft {

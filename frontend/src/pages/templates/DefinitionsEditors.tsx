@@ -134,6 +134,9 @@ export function InputsEditor({
                 <TextInput
                   label="Default"
                   aria-label={`Input ${n} default`}
+                  // A sensitive default is not shown on the screen as it is typed.
+                  type={input.sensitive ? "password" : "text"}
+                  autoComplete="off"
                   value={input.default}
                   error={errorAt(errors, `${key}.default`)}
                   onChange={(e) => update(index, { default: e.currentTarget.value })}

@@ -67,6 +67,23 @@ export const EnvTemplateDetailDocument = graphql(`
   }
 `);
 
+/** The defaults of a template's versions with the sensitive ones revealed: what Add Version copies
+ * from a version (the API shows them only to the template's admins, and only when asked). */
+export const EnvTemplateRevealedDefaultsDocument = graphql(`
+  query EnvTemplateRevealedDefaults($id: ID!) {
+    environmentTemplate(id: $id) {
+      id
+      versions {
+        id
+        inputs(reveal: true) {
+          name
+          default
+        }
+      }
+    }
+  }
+`);
+
 export const EnvTemplateCreateDocument = graphql(`
   mutation EnvTemplateCreate($input: CreateEnvironmentTemplateInput!) {
     createEnvironmentTemplate(input: $input) {

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import json
+
 import pytest
 
 from gpupaas.provisioning.models import SimulatedAllocation
@@ -176,3 +179,51 @@ async def test_workloads_report_ready_and_a_load_balancer_gets_an_address(db: Da
     assert values["url"].startswith("http://198.51.100.")
     assert 30000 <= int(values["nodePort"]) <= 32767
     assert progress.messages[-1] == "Waiting for 3 objects to be ready"
+
+
+SECRET = """
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: "{{ instance.namespace }}"
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: db
+  namespace: "{{ instance.namespace }}"
+type: Opaque
+data:
+  user: YWRtaW4=
+stringData:
+  password: PASSWORD
+"""
+
+
+async def test_a_secret_is_kept_as_a_cluster_keeps_it_and_no_manifest_is_kept(db: Database) -> None:
+    # given a template whose Secret is written with stringData (as templates put input values in)
+    cluster = driver()
+    plan = make_plan(resources_text=SECRET.replace("PASSWORD", "pl41n-s3cr3t"), outputs=())
+
+    # when it is applied
+    await cluster.apply(plan)
+
+    # then the Secret is kept as the API server keeps one: stringData merged into data, base64,
+    # and nothing of the row holds the value in plain text (no manifest as applied is kept)
+    row = await SimulatedAllocation.get(instance_id=plan.instance_id)
+    secret = next(obj for obj in row.objects if obj["kind"] == "Secret")
+    assert "stringData" not in secret
+    assert secret["data"] == {"user": "YWRtaW4=", "password": base64.b64encode(b"pl41n-s3cr3t").decode()}
+    stored = await SimulatedAllocation.filter(instance_id=plan.instance_id).values()
+    assert "pl41n-s3cr3t" not in json.dumps(stored, default=str)
+    version = secret["metadata"]["resourceVersion"]
+
+    # and applying it again changes nothing, while another value makes a new version of it
+    await cluster.apply(plan)
+    again = next(obj for obj in (await SimulatedAllocation.get()).objects if obj["kind"] == "Secret")
+    assert again["metadata"]["resourceVersion"] == version
+    await cluster.apply(make_plan(resources_text=SECRET.replace("PASSWORD", "0ther"), outputs=()))
+    changed = next(obj for obj in (await SimulatedAllocation.get()).objects if obj["kind"] == "Secret")
+    assert changed["metadata"]["resourceVersion"] != version
+    assert changed["metadata"]["uid"] == secret["metadata"]["uid"]
+    assert changed["data"]["password"] == base64.b64encode(b"0ther").decode()

@@ -1,8 +1,15 @@
 """What the simulated API server does to the objects of an apply: the fields it fills in, and which
 objects and images an apply holds.
 
+What it keeps is what a real API server keeps, and no more: the object as applied with these
+fields, never the manifest it was applied from. A Secret's `stringData` (a write-only field) is
+merged into its `data`, base64, as the API server does before it stores a Secret; nothing of a
+Secret is kept in plain text (neither is a pod's command: GPU service instances read their tokens
+from a Secret, service_instances/podspec.py).
+
 Fields it fills in: metadata.uid, creationTimestamp (kept across applies), resourceVersion (a
-cluster-wide counter, bumped only when an object changes) and generation; a Namespace gets the
+cluster-wide counter, bumped only when an object changes: it is compared with the object kept) and
+generation; a Namespace gets the
 label kubernetes.io/metadata.name, spec.finalizers and status.phase=Active; a ResourceQuota gets
 status.hard and status.used; a Service gets spec.type, a spec.clusterIP in 10.96.0.0/12 (from a
 hash, not checked for uniqueness), each port's protocol and targetPort and, for type NodePort or
@@ -14,6 +21,7 @@ replicas ready, Pods Running and PersistentVolumeClaims Bound.
 
 from __future__ import annotations
 
+import base64
 import copy
 import hashlib
 import ipaddress
@@ -122,17 +130,13 @@ class Server:
                 return port
         raise PermanentError(f"{where}: no node port is free in {NODE_PORT_MIN}-{NODE_PORT_MAX}")
 
-    def fill(self, obj: dict[str, Any], previous: Mapping[str, Any] | None, changed: bool) -> None:
+    def fill(self, obj: dict[str, Any], previous: Mapping[str, Any] | None) -> None:
+        """Makes the applied manifest `obj` the object the server keeps, given the one it kept
+        before under the same name (`previous`)."""
         metadata = obj.setdefault("metadata", {})
         old_metadata = (previous or {}).get("metadata") or {}
         metadata["uid"] = old_metadata.get("uid") or str(uuid.uuid4())
         metadata["creationTimestamp"] = old_metadata.get("creationTimestamp") or _now()
-        if changed or "resourceVersion" not in old_metadata:
-            metadata["resourceVersion"] = self.next_version()
-            metadata["generation"] = int(old_metadata.get("generation") or 0) + 1
-        else:
-            metadata["resourceVersion"] = old_metadata["resourceVersion"]
-            metadata["generation"] = old_metadata.get("generation", 1)
         kind = obj.get("kind")
         spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else None
         if kind == "Namespace":
@@ -141,12 +145,21 @@ class Server:
                 "kubernetes.io/metadata.name": metadata["name"],
             }
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+        elif kind == "Secret":
+            _store_string_data(obj)
+        elif kind == "Service":
+            self._service(obj, previous)
+        if previous is None or _kept(obj) != _kept(previous) or "resourceVersion" not in old_metadata:
+            metadata["resourceVersion"] = self.next_version()
+            metadata["generation"] = int(old_metadata.get("generation") or 0) + 1
+        else:
+            metadata["resourceVersion"] = old_metadata["resourceVersion"]
+            metadata["generation"] = old_metadata.get("generation", 1)
+        if kind == "Namespace":
             obj["status"] = {"phase": "Active"}
         elif kind == "ResourceQuota" and spec is not None:
             hard = dict(spec.get("hard") or {})
             obj["status"] = {"hard": hard, "used": dict.fromkeys(hard, "0")}
-        elif kind == "Service":
-            self._service(obj, previous)
         elif kind in ("Deployment", "StatefulSet", "ReplicaSet"):
             replicas = (spec or {}).get("replicas", 1)
             obj["status"] = {
@@ -193,3 +206,25 @@ class Server:
         if kind == "LoadBalancer":
             ip = f"198.51.100.{_hash(f'{self.instance_id}/{name}/lb') % 254 + 1}"
             obj["status"] = {"loadBalancer": {"ingress": [{"ip": ip}]}}
+
+
+def _store_string_data(secret: dict[str, Any]) -> None:
+    """`stringData` merged into `data` (base64), over the keys `data` has: what the API server
+    stores of a Secret (its `stringData` is write-only, never kept nor read back)."""
+    given = secret.pop("stringData", None)
+    if not isinstance(given, dict) or not given:
+        return
+    data = secret.get("data")
+    secret["data"] = {
+        **(data if isinstance(data, dict) else {}),
+        **{str(key): base64.b64encode(str(value).encode()).decode() for key, value in given.items()},
+    }
+
+
+def _kept(obj: Mapping[str, Any]) -> Any:
+    """An object as far as a change of it goes: without its version fields and status (which the
+    server writes, and which follow from the rest)."""
+    metadata = {
+        k: v for k, v in (obj.get("metadata") or {}).items() if k not in ("resourceVersion", "generation")
+    }
+    return {**{k: v for k, v in obj.items() if k != "status"}, "metadata": metadata}

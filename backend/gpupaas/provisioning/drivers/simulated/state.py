@@ -173,20 +173,15 @@ async def store(plan: Plan, manifests: list[dict[str, Any]]) -> list[dict[str, A
             taken_ports={int(port) for ports in taken for port in (ports or [])},
         )
         old_objects = {object_key(obj): obj for obj in row.objects}
-        old_manifests = {object_key(manifest): manifest for manifest in row.manifests}
         applied: list[dict[str, Any]] = []
         for manifest in manifests:
-            key = object_key(manifest)
             obj = copy.deepcopy(manifest)
-            server.fill(obj, old_objects.get(key), changed=old_manifests.get(key) != manifest)
+            server.fill(obj, old_objects.get(object_key(manifest)))
             applied.append(obj)
-        row.manifests = manifests
         row.objects = applied
         row.node_ports = server.ports
         row.message = f"Waiting for {plural(len(applied), 'object')} to be ready"
-        await row.save(
-            using_db=conn, update_fields=["manifests", "objects", "node_ports", "message", "updated_at"]
-        )
+        await row.save(using_db=conn, update_fields=["objects", "node_ports", "message", "updated_at"])
         if server.resource_version != cluster.resource_version:
             cluster.resource_version = server.resource_version
             await cluster.save(using_db=conn, update_fields=["resource_version", "updated_at"])
