@@ -5,22 +5,31 @@ on "mine"; and with GPUPAAS_MEMBERS_SEE_ALL_INSTANCES off a MEMBER sees only the
 
 from __future__ import annotations
 
+import asyncio
+import time
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
 import pytest
+from tortoise.transactions import in_transaction
 
 from gpupaas.app import create_app
 from gpupaas.catalog.service import templates
 from gpupaas.compute.models import ComputeInstance
+from gpupaas.compute.run_kind import COMPUTE
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core.actor import Role
+from gpupaas.events import outbox
 from gpupaas.instance_templates.models import InstanceTemplate
+from gpupaas.runs import lifecycle as runs
+from gpupaas.runtime import Runtime
 from gpupaas.service_instances.models import ServiceInstance
 from gpupaas.settings import Settings
-from tests.conftest import GraphQLClient
+from tests import ws
+from tests.conftest import GraphQLClient, serving
 from tests.factories import (
     Person,
     make_instance,
@@ -290,3 +299,56 @@ async def test_members_may_be_kept_from_seeing_each_others_instances(
     assert (await gql.data(ONE, {"id": world.nb}, token=world.olivia.token))["computeInstance"][
         "name"
     ] == "nb"
+
+
+EVENTS = "subscription($p: String!) { computeInstanceEvents(project: $p) { status instance { name } } }"
+
+
+async def _changed(instance_id: uuid.UUID) -> None:
+    """A change of the instance, as any request makes one: a new version and its status event."""
+    async with in_transaction():
+        instance = await runs.locked(COMPUTE, instance_id)
+        instance.version += 1
+        await instance.save(update_fields=["version"])
+        await runs.announce(COMPUTE, instance)
+    outbox.notify()
+
+
+async def test_live_events_of_hidden_instances_reach_only_their_owner_and_admins(
+    settings: Settings, world: World
+) -> None:
+    hidden = replace(settings, members_see_all_instances=False)
+    runtime = Runtime(hidden, run_worker=False)
+    await runtime.start()
+    try:
+        bobs = await make_instance(await world.profile.project, world.profile, name="bobs", by=world.bob)
+        async with (
+            serving(create_app(hidden, migrate=False, runtime=runtime)) as url,
+            ws.connect(url, token=world.bob.token) as as_bob,
+            ws.connect(url, token=world.alice.token) as as_admin,
+        ):
+            await as_bob.subscribe(EVENTS, {"p": "ml"})
+            await as_admin.subscribe(EVENTS, {"p": "ml"})
+            broadcaster = runtime.broadcaster
+            assert broadcaster is not None
+            ml = str((await world.profile.project).id)
+            deadline = time.monotonic() + 10
+            while len(broadcaster._by_project.get(ml, ())) < 2:  # until both are registered
+                assert time.monotonic() < deadline, "the subscriptions were not registered"
+                await asyncio.sleep(0.01)
+            await _changed(uuid.UUID(world.nb))  # olivia's
+            await _changed(bobs.id)
+            names = [
+                (await as_admin.next_data(timeout=15))["computeInstanceEvents"]["instance"]["name"]
+                for _ in "ab"
+            ]
+            assert sorted(names) == ["bobs", "nb"]
+            # Bob gets his own; had olivia's reached him, it would come before his next change's.
+            await _changed(bobs.id)
+            seen = [
+                (await as_bob.next_data(timeout=15))["computeInstanceEvents"]["instance"]["name"]
+                for _ in "ab"
+            ]
+            assert seen == ["bobs", "bobs"]
+    finally:
+        await runtime.stop()
