@@ -138,12 +138,19 @@ async def make_profile(
 
 
 async def make_instance(
-    project: Project, profile: ComputeProfile, name: str | None = None, **fields: Any
+    project: Project,
+    profile: ComputeProfile,
+    name: str | None = None,
+    *,
+    by: Person | None = None,
+    **fields: Any,
 ) -> Any:
+    """Launched by `by` (its owner), or by a platform admin who is no member of the project."""
     from gpupaas.compute import service as compute
 
     deploy = bool(fields.pop("deploy", False))
     data = compute.InstanceIn(name=name or f"inst-{next(_seq)}", **fields)
+    actor = await accounts.actor_for(by.user) if by is not None else await platform_actor()
     return await compute.create_instance(
-        await platform_actor(), project.name, str(profile.id), data, deploy, secret_key=SECRET_KEY
+        actor, project.name, str(profile.id), data, deploy, secret_key=SECRET_KEY
     )

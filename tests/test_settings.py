@@ -14,6 +14,7 @@ def test_defaults_run_the_embedded_product(tmp_path: Path, monkeypatch: pytest.M
     settings = Settings.from_env({})
     assert settings.database_url == f"sqlite://{tmp_path / 'gpupaas.db'}"
     assert settings.graphiql and settings.introspection and not settings.secure_cookies
+    assert settings.members_see_all_instances  # members read each other's instances (without secrets)
     # the generated key is kept beside the database and reused
     assert len(settings.secret_key) == 64
     assert Settings.from_env({}).secret_key == settings.secret_key
@@ -60,9 +61,11 @@ def test_switches(tmp_path: Path) -> None:
             "GPUPAAS_INTROSPECTION": "0",
             "GPUPAAS_SECURE_COOKIES": "yes",
             "GPUPAAS_ALLOWED_ORIGINS": "http://localhost:5173/, https://studio.example.com",
+            "GPUPAAS_MEMBERS_SEE_ALL_INSTANCES": "false",
         }
     )
     assert not settings.graphiql and not settings.introspection and settings.secure_cookies
+    assert not settings.members_see_all_instances
     assert settings.allowed_origins == ("http://localhost:5173", "https://studio.example.com")
 
 

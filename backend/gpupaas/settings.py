@@ -187,6 +187,9 @@ class Settings:
     # How often every open websocket's credentials are checked again, besides at once when they
     # are revoked and when they expire (api/sockets.py).
     ws_recheck_seconds: float = 60.0
+    # Owners (compute/owners.py): whether a project MEMBER sees the project's instances that other
+    # members own (read-only, without their secrets), or only their own.
+    members_see_all_instances: bool = True
 
     @property
     def is_sqlite(self) -> bool:
@@ -249,4 +252,5 @@ class Settings:
             response_cache=_bool(env, "GPUPAAS_RESPONSE_CACHE", True),
             ws_compression=_bool(env, "GPUPAAS_WS_COMPRESSION", False),
             ws_recheck_seconds=_float(env, "GPUPAAS_WS_RECHECK_SECONDS", 60.0, minimum=1.0),
+            members_see_all_instances=_bool(env, "GPUPAAS_MEMBERS_SEE_ALL_INSTANCES", True),
         )

@@ -202,7 +202,7 @@ async def test_the_snapshot_keeps_old_instances_as_they_were(db: Database, gql: 
 
 async def test_save_changes_keeps_the_status(db: Database, gql: GraphQLClient) -> None:
     alice, project, profile = await _world()
-    instance = await make_instance(project, profile, deploy=True)
+    instance = await make_instance(project, profile, deploy=True, by=alice)
     changed = (
         await gql.data(
             UPDATE,
@@ -235,7 +235,7 @@ async def test_save_changes_keeps_the_status(db: Database, gql: GraphQLClient) -
 
 async def test_requests_follow_the_state_machine(db: Database, gql: GraphQLClient) -> None:
     alice, project, profile = await _world()
-    instance = await make_instance(project, profile)
+    instance = await make_instance(project, profile, by=alice)
     iid = {"id": str(instance.id)}
     destroy = (await gql.data(DESTROY, iid, token=alice.token))["destroyComputeInstance"]
     assert destroy["userErrors"][0]["code"] == "INVALID_STATE"
@@ -259,7 +259,7 @@ async def test_requests_follow_the_state_machine(db: Database, gql: GraphQLClien
 
 async def test_delete_of_a_saved_instance_is_immediate(db: Database, gql: GraphQLClient) -> None:
     alice, project, profile = await _world()
-    instance = await make_instance(project, profile)
+    instance = await make_instance(project, profile, by=alice)
     result = (await gql.data(DELETE, {"id": str(instance.id)}, token=alice.token))["deleteComputeInstance"]
     assert result == {"deletedId": str(instance.id), "userErrors": []}
     assert await ComputeInstance.get_or_none(id=instance.id) is None
@@ -267,7 +267,7 @@ async def test_delete_of_a_saved_instance_is_immediate(db: Database, gql: GraphQ
 
 async def test_delete_of_a_deployed_instance_destroys_first(db: Database, gql: GraphQLClient) -> None:
     alice, project, profile = await _world()
-    instance = await make_instance(project, profile)
+    instance = await make_instance(project, profile, by=alice)
     await ComputeInstance.filter(id=instance.id).update(status=DeploymentStatus.SUCCESS)
     result = (await gql.data(DELETE, {"id": str(instance.id)}, token=alice.token))["deleteComputeInstance"]
     assert result["deletedId"] == str(instance.id)
@@ -279,7 +279,7 @@ async def test_delete_of_a_deployed_instance_destroys_first(db: Database, gql: G
 
 async def test_concurrent_deploys_cannot_both_win(db: Database, gql: GraphQLClient) -> None:
     alice, project, profile = await _world()
-    instance = await make_instance(project, profile)
+    instance = await make_instance(project, profile, by=alice)
     results = await asyncio.gather(
         *[gql.data(DEPLOY, {"id": str(instance.id)}, token=alice.token) for _ in range(8)]
     )
@@ -298,7 +298,7 @@ async def test_sharing_makes_it_visible_read_only(db: Database, gql: GraphQLClie
     alice, project, profile = await _world()
     bob = await make_user("bob")
     await make_project("research", bob=Role.MEMBER)
-    instance = await make_instance(project, profile, name="shared-nb")
+    instance = await make_instance(project, profile, name="shared-nb", by=alice)
     assert (await gql.data(ONE, {"id": str(instance.id)}, token=bob.token))["computeInstance"] is None
     shared = await gql.data(
         SHARE,

@@ -12,6 +12,7 @@ from typing import Any
 
 from playwright.async_api import WebSocketRoute, expect
 
+from gpupaas.catalog.models import ComputeProfile
 from gpupaas.compute import service as compute
 from gpupaas.core.actor import Role
 from tests.e2e.conftest import Watched, new_page, screenshot, sign_in
@@ -212,10 +213,11 @@ async def test_admin_publishes_a_profile_and_a_member_launches_it(
 ) -> None:
     await make_user("admin")
     await make_user("bob")
+    carol = await make_user("carol")  # another member of "research"
     await make_project("ml-platform", admin=Role.ADMIN)
     # Sharing names projects the caller can see (core/sharing.targets): a project admin shares with the
     # projects they belong to, so the admin is also a member of "research".
-    await make_project("research", bob=Role.MEMBER, admin=Role.MEMBER)
+    research = await make_project("research", bob=Role.MEMBER, admin=Role.MEMBER, carol=Role.MEMBER)
     watched = Watched()
     page = await new_page(browser, watched)
     await admin_publishes_profile(page, studio)
@@ -283,10 +285,27 @@ async def test_admin_publishes_a_profile_and_a_member_launches_it(
     assert seen[-1] == "SUCCESS" and {"WAITING", "IN_PROGRESS"} & set(seen), seen
     assert await page.evaluate("window.__marker") == 1
 
-    # The instances list and the dashboard, then back to the instance.
+    # The instances list and the dashboard, then back to the instance. Carol's instance is listed
+    # with its owner, with nothing bob may do to it; "Mine" leaves it out.
+    profile = await ComputeProfile.get(name="gpu-small")
+    await make_instance(research, profile, name="carols-gpu", by=carol)
     await nav.get_by_role("link", name="Compute Instances").click()
     await expect(page.get_by_test_id("instance-row-bobs-gpu")).to_contain_text("Success")
+    await expect(page.get_by_test_id("instance-row-bobs-gpu")).to_contain_text("bob (you)")
+    carols = page.get_by_test_id("instance-row-carols-gpu")
+    await expect(carols).to_contain_text("carol")
     await screenshot(page, "instances-list")
+    await carols.get_by_role("button", name=re.compile(r"^Actions for")).click()
+    refused = 'Only the owner or a project admin may deploy compute instance "carols-gpu".'
+    await expect(page.get_by_role("menuitem", name=re.compile(r"^Deploy"))).to_be_disabled()
+    await expect(page.get_by_role("menuitem", name=re.compile(r"^Deploy"))).to_contain_text(refused)
+    await page.keyboard.press("Escape")
+    show = page.get_by_role("radiogroup", name="Show compute instances")
+    await show.locator("label", has_text="Mine").click()  # Mantine hides the radio under its label
+    await expect(carols).to_have_count(0)
+    await expect(page.get_by_test_id("instance-row-bobs-gpu")).to_be_visible()
+    await show.locator("label", has_text="All").click()
+    await expect(carols).to_be_visible()
     await nav.get_by_role("link", name="Dashboard").click()
     await page.get_by_role("heading", name="Compute instances", exact=True).wait_for()
     await screenshot(page, "dashboard")

@@ -95,8 +95,10 @@ async def test_identical_subscribers_share_one_execution_per_event(
     db: object, server: Server, executions: list[Any]
 ) -> None:
     alice = await make_user("alice")
-    bob = await make_user("bob")  # another user who sees the same: shares too
-    ml = await make_project("ml", alice=Role.MEMBER, bob=Role.MEMBER)
+    # another user who sees the same: shares too (admins see the same of every instance of their
+    # project; members do not, since owners see more: test_members_share_with_themselves_only)
+    bob = await make_user("bob")
+    ml = await make_project("ml", alice=Role.ADMIN, bob=Role.ADMIN)
     instance = await make_instance(ml, await make_profile(ml), name="nb")
     variables = {"p": "ml"}
     async with (
@@ -140,7 +142,7 @@ async def test_callers_who_see_differently_do_not_share(
     bob = await make_user("bob")  # in a project it is shared with: sees only that target, no services
     carol = await make_user("carol")  # sees as bob does: shares with bob
     ml = await make_project("ml", alice=Role.MEMBER)
-    research = await make_project("research", alice=Role.MEMBER, bob=Role.MEMBER, carol=Role.MEMBER)
+    research = await make_project("research", alice=Role.MEMBER, bob=Role.ADMIN, carol=Role.ADMIN)
     await make_project("ops")
     instance = await make_instance(ml, await make_profile(ml), name="shared")
     root = await platform_actor()
@@ -176,12 +178,42 @@ async def test_callers_who_see_differently_do_not_share(
     assert len(executions) == 2 * len(DEPLOYED)
 
 
+async def test_members_share_with_themselves_only(db: object, server: Server, executions: list[Any]) -> None:
+    # alice owns the instance, bob is another member: what they may do with it differs
+    alice, bob = await make_user("alice"), await make_user("bob")
+    ml = await make_project("ml", alice=Role.MEMBER, bob=Role.MEMBER)
+    instance = await make_instance(ml, await make_profile(ml), name="nb", by=alice)
+    query = """subscription($p: String!) {
+      computeInstanceEvents(project: $p) { status instance { owner { username } actions { name allowed } } }
+    }"""
+    async with (
+        ws.connect(server.url, token=alice.token) as as_alice,
+        ws.connect(server.url, token=bob.token) as as_bob,
+    ):
+        await as_alice.subscribe(query, {"p": "ml"})
+        await as_alice.subscribe(query, {"p": "ml"})  # alice twice: shares with herself
+        await as_bob.subscribe(query, {"p": "ml"})
+        await server.subscribed(str(ml.id), 3)
+        await compute.deploy(await actor_for(alice.user), str(instance.id))
+        seen = {"alice": await receive(as_alice, 6), "bob": await receive(as_bob, 3)}
+
+    def allowed(messages: list[dict[str, Any]]) -> set[tuple[str, bool]]:
+        events = [m["payload"]["data"]["computeInstanceEvents"]["instance"] for m in messages]
+        assert {e["owner"]["username"] for e in events} == {"alice"}
+        return {(a["name"], a["allowed"]) for e in events for a in e["actions"] if a["name"] == "SHARE"}
+
+    assert allowed(seen["alice"]) == {("SHARE", True)}
+    assert allowed(seen["bob"]) == {("SHARE", False)}
+    # one execution per event for alice's two subscriptions, one for bob's
+    assert len(executions) == 2 * len(DEPLOYED)
+
+
 async def test_frames_carry_each_subscribers_own_id(
     db: object, server: Server, executions: list[Any]
 ) -> None:
     alice = await make_user("alice")
     ml = await make_project("ml", alice=Role.MEMBER)
-    instance = await make_instance(ml, await make_profile(ml), name="nb")
+    instance = await make_instance(ml, await make_profile(ml), name="nb", by=alice)
     # ids the splice must encode as JSON does: quotes, backslashes, non-ASCII
     ids = ['one "quoted"', "two\\é\n"]
     async with ws.connect(server.url, token=alice.token) as session:

@@ -216,6 +216,16 @@ def operations(ids: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
                 "deleteServiceInstance",
             )
         ),
+        *(
+            (
+                f"mutation($id: ID!, $o: String!) {{ {field}(id: $id, owner: $o) {{ userErrors {{ code }} }} }}",
+                {"id": ids[kind], "o": "bob"},
+            )
+            for field, kind in (
+                ("transferComputeInstance", "instance"),
+                ("transferServiceInstance", "service"),
+            )
+        ),
     ]
 
 

@@ -60,7 +60,7 @@ async def world(db: object) -> World:
     alice = await make_user("alice")
     project = await make_project("ml", alice=Role.MEMBER)
     resources = ResourcesIn(cpu="8", memory="64Gi", storage="200Gi", gpu_count=2, gpu_vendor=Vendor.NVIDIA)
-    box = await make_instance(project, await make_profile(project, resources=resources), name="box")
+    box = await make_instance(project, await make_profile(project, resources=resources), name="box", by=alice)
     await ComputeInstance.filter(id=box.id).update(status=DeploymentStatus.SUCCESS)
     box = await ComputeInstance.get(id=box.id)
     templates = {t.name: str(t.id) for t in await InstanceTemplate.filter(built_in=True)}
@@ -188,7 +188,7 @@ async def test_names_are_unique_per_compute_instance(gql: GraphQLClient, world: 
     assert (await create(gql, world, name="nb", gpuCount=0))["userErrors"] == []
     assert errors(await create(gql, world, name="nb", gpuCount=0)) == [("input.name", "TAKEN")]
     project = await world.box.project
-    second = await make_instance(project, await make_profile(project), name="second")
+    second = await make_instance(project, await make_profile(project), name="second", by=world.alice)
     await ComputeInstance.filter(id=second.id).update(status=DeploymentStatus.SUCCESS)
     assert (await create(gql, world, name="nb", computeInstance=str(second.id)))["userErrors"] == []
 
@@ -365,7 +365,7 @@ async def test_other_projects_see_nothing(gql: GraphQLClient, world: World) -> N
     # Nor can they run services in another project's compute instance, or use its templates.
     payload = await create(gql, world, token=carol.token, project="other", name="x")
     assert errors(payload) == [("input.computeInstance", "NOT_FOUND")]
-    own = await make_instance(other, await make_profile(other), name="own")
+    own = await make_instance(other, await make_profile(other), name="own", by=carol)
     await ComputeInstance.filter(id=own.id).update(status=DeploymentStatus.SUCCESS)
     from gpupaas.instance_templates import service as templates
     from tests.factories import platform_actor

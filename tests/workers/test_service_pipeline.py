@@ -104,7 +104,7 @@ async def _token_of(links: list[dict[str, str]]) -> str:
 async def test_jupyterlab_runs_stops_and_starts_with_the_same_token(db: object, server: str) -> None:
     alice = await make_user("alice")
     project = await make_project("ml", alice=Role.MEMBER)
-    box = await make_instance(project, await make_profile(project), name="box", deploy=True)
+    box = await make_instance(project, await make_profile(project), name="box", deploy=True, by=alice)
     await wait_status(box.id, DeploymentStatus.SUCCESS)
     created = await _create(server, alice, box.id, "jupyterlab-pytorch", "notebook")
     payload = created["createServiceInstance"]
@@ -191,6 +191,7 @@ async def test_a_failing_start_is_failed_with_the_reason_and_can_be_stopped(db: 
         name="box",
         deploy=True,
         annotations=[("simulated.gpupaas.io/service-fail", "apply")],
+        by=alice,
     )
     await wait_status(box.id, DeploymentStatus.SUCCESS)
     created = await _create(server, alice, box.id, "pytorch", "t")
@@ -210,7 +211,7 @@ async def test_a_failing_start_is_failed_with_the_reason_and_can_be_stopped(db: 
 async def test_delete_during_a_start_waits_for_it_and_removes_everything(db: object, server: str) -> None:
     alice = await make_user("alice")
     project = await make_project("ml", alice=Role.MEMBER)
-    box = await make_instance(project, await make_profile(project), name="box", deploy=True)
+    box = await make_instance(project, await make_profile(project), name="box", deploy=True, by=alice)
     await wait_status(box.id, DeploymentStatus.SUCCESS)
     created = await _create(server, alice, box.id, "jupyterlab-pytorch", "nb")
     service_id = created["createServiceInstance"]["serviceInstance"]["id"]

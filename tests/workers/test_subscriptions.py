@@ -32,7 +32,7 @@ async def test_deploy_streams_waiting_in_progress_success(db: object, server: st
     alice = await make_user("alice")
     project = await make_project("ml", alice=Role.MEMBER)
     profile = await make_profile(project)
-    instance = await make_instance(project, profile, name="nb")
+    instance = await make_instance(project, profile, name="nb", by=alice)
     async with ws.connect(server, token=alice.token) as session:
         await session.subscribe(STATUS, {"id": str(instance.id)})
         first = await session.next_data()
@@ -47,7 +47,7 @@ async def test_deploy_streams_waiting_in_progress_success(db: object, server: st
 async def test_the_stream_ends_when_the_instance_is_deleted(db: object, server: str) -> None:
     alice = await make_user("alice")
     project = await make_project("ml", alice=Role.MEMBER)
-    instance = await make_instance(project, await make_profile(project), name="nb", deploy=True)
+    instance = await make_instance(project, await make_profile(project), name="nb", deploy=True, by=alice)
     await wait_status(instance.id, DeploymentStatus.SUCCESS)
     async with ws.connect(server, token=alice.token) as session:
         sid = await session.subscribe(STATUS, {"id": str(instance.id)})

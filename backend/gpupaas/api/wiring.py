@@ -15,6 +15,7 @@ def bind() -> None:
     # A compute instance with service instances in it is not destroyed or deleted, and
     # ComputeInstance.services lists them.
     compute.SERVICES_IN.bind(services.names_in)
+    compute.MOVE_SERVICES.bind(services.move_with)
     compute_graphql.SERVICES_OF.bind(services_graphql.services_of)
     # A cluster that profiles deploy to, or instances are deployed on, is not deleted.
     clusters.CLUSTER_USERS.bind((catalog.profiles_on, compute.instances_on))

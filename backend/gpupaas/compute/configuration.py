@@ -21,6 +21,7 @@ from gpupaas.core.crypto import DecryptionError, Sealer
 from gpupaas.core.errors import Collector
 from gpupaas.provisioning.plan import PermanentError, Plan, build_plan
 from gpupaas.provisioning.registry import ClusterTarget, resource_names
+from gpupaas.provisioning.render.placeholders import PLACEHOLDER
 from gpupaas.provisioning.render.policy import TemplatePolicy
 
 
@@ -84,17 +85,35 @@ def masked_inputs(instance: ComputeInstance) -> list[tuple[str, str]]:
     return [(name, SENSITIVE_MASK if name in sensitive else value) for name, value in values.items()]
 
 
-def visible_outputs(instance: ComputeInstance) -> list[tuple[str, str]]:
+def visible_outputs(instance: ComputeInstance, *, reveal_sensitive: bool) -> list[tuple[str, str]]:
+    """The outputs the profile shows, by their display names; a sensitive one's value masked unless
+    `reveal_sensitive` (for the instance's owner and project admins)."""
     snapshot = instance.profile_snapshot
     settings = {s["name"]: s for s in snapshot.output_settings}
+    secret = set() if reveal_sensitive else sensitive_outputs(instance)
     shown = []
     for output in snapshot.outputs:
         name = output["name"]
         setting = settings.get(name, {})
         if not setting.get("visible", True) or name not in instance.outputs:
             continue
-        shown.append((setting.get("displayName") or name, instance.outputs[name]))
+        value = SENSITIVE_MASK if name in secret else instance.outputs[name]
+        shown.append((setting.get("displayName") or name, value))
     return shown
+
+
+def sensitive_outputs(instance: ComputeInstance) -> frozenset[str]:
+    """The outputs whose value carries a secret: those that read a sensitive input, the generated
+    token or a Secret among the applied objects (`objects.Secret.<path>`)."""
+    snapshot = instance.profile_snapshot
+    secret_variables = {f"inputs.{name}" for name in snapshot.sensitive_inputs} | {"generated.token"}
+    found = set()
+    for output in snapshot.outputs:
+        for match in PLACEHOLDER.finditer(output["value"]):
+            expression = match.group(1).strip()
+            if expression in secret_variables or expression.startswith("objects.Secret."):
+                found.add(output["name"])
+    return frozenset(found)
 
 
 def _merged_pairs(base: Sequence[Sequence[str]], own: Sequence[Sequence[str]]) -> dict[str, str]:

@@ -30,7 +30,7 @@ from gpupaas.catalog.graphql.profiles import (
 from gpupaas.catalog.models import AllocationType
 from gpupaas.catalog.service.visibility import profile_visible
 from gpupaas.clusters.graphql import ClusterType, clusters_by_id
-from gpupaas.compute import configuration, service
+from gpupaas.compute import configuration, owners, service
 from gpupaas.compute.models import ComputeInstance, ComputeInstanceShare
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core.errors import NotAuthenticated, NotFound
@@ -99,6 +99,30 @@ def service_names_in() -> DataLoader[uuid.UUID, list[str]]:
         return [found.get(key, []) for key in keys]
 
     return DataLoader(load_fn=load)
+
+
+def owner_names() -> DataLoader[uuid.UUID, str | None]:
+    """Owners' usernames, by user id (compute and service instances alike)."""
+
+    async def load(keys: Sequence[uuid.UUID]) -> list[str | None]:
+        found = await owners.usernames(keys)
+        return [found.get(key) for key in keys]
+
+    return DataLoader(load_fn=load)
+
+
+@strawberry.type(
+    description="Who owns an instance: with the project's admins, the only one who manages it and "
+    "sees its secrets. Only the username: nothing else of the user is shown to the project."
+)
+class InstanceOwner:
+    username: str
+
+
+async def owner_of(info: Info, owner_id: uuid.UUID | None) -> InstanceOwner | None:
+    """An instance's owner (compute and service instances alike), through the request's loader."""
+    name = await info.context.loaders.get(owner_names).load(owner_id) if owner_id is not None else None
+    return InstanceOwner(username=name) if name is not None else None
 
 
 DeploymentStatusEnum = strawberry.enum(DeploymentStatus, name="DeploymentStatus")
@@ -172,14 +196,26 @@ class ComputeInstanceType:
     async def project(self, info: Info) -> ProjectType:
         return await project_of(info, self._model.project_id)
 
+    @strawberry.field(
+        description="Its creator, or whom a project admin gave it to (transferComputeInstance). Null: "
+        "no owner (made before instances had owners), so only the project's admins manage it."
+    )
+    async def owner(self, info: Info) -> InstanceOwner | None:
+        return await owner_of(info, self._model.owner_id)
+
     # Computed when asked for only: a status event's subscribers mostly are not.
     @strawberry.field(description="Effective input values; sensitive ones masked.")
     def inputs(self) -> list[KeyValue]:
         return key_values(configuration.masked_inputs(self._model))
 
-    @strawberry.field(description="Visible outputs, once deployed.")
-    def outputs(self) -> list[KeyValue]:
-        return key_values(configuration.visible_outputs(self._model))
+    @strawberry.field(
+        description="Visible outputs, once deployed. A sensitive output's value (one that reads a "
+        "sensitive input, the generated token or a Secret) is masked for all but the instance's "
+        "owner and the project's admins."
+    )
+    def outputs(self, info: Info) -> list[KeyValue]:
+        reveal = service.manages(info.context.actor, self._model)
+        return key_values(configuration.visible_outputs(self._model, reveal_sensitive=reveal))
 
     @strawberry.field(description="Null once the profile is deleted or no longer visible.")
     async def profile(self, info: Info) -> ComputeProfileType | None:
@@ -339,7 +375,10 @@ def _instance_in(data: CreateComputeInstanceInput | UpdateComputeInstanceInput) 
 
 @strawberry.type
 class ComputeQuery:
-    @strawberry.field(description="A project's instances and those shared with it, newest first.")
+    @strawberry.field(
+        description="A project's instances and those shared with it, newest first. mine: only those "
+        "the caller owns."
+    )
     async def compute_instances(
         self,
         info: Info,
@@ -348,13 +387,25 @@ class ComputeQuery:
         status: list[DeploymentStatus] | None = None,
         first: int | None = None,
         after: str | None = None,
+        mine: bool | None = None,
     ) -> Connection[ComputeInstanceType]:
-        page = await service.list_instances(info.context.actor, project, search, status, first, after)
+        page = await service.list_instances(
+            info.context.actor,
+            project,
+            search,
+            status,
+            first,
+            after,
+            mine=bool(mine),
+            members_see_all=info.context.settings.members_see_all_instances,
+        )
         return Connection.of(page, ComputeInstanceType.of, cursor_of)
 
     @strawberry.field
     async def compute_instance(self, info: Info, id: strawberry.ID) -> ComputeInstanceType | None:
-        instance = await service.get_instance(info.context.actor, id)
+        instance = await service.get_instance(
+            info.context.actor, id, members_see_all=info.context.settings.members_see_all_instances
+        )
         return ComputeInstanceType.of(instance) if instance else None
 
 
@@ -408,6 +459,16 @@ class ComputeMutation:
             *await attempt(service.set_sharing(info.context.actor, id, sharing.mode, sharing.projects))
         )
 
+    @strawberry.mutation(
+        description="Project admins give the instance to another member of its project (owner: their "
+        "username), with the service instances in it that its old owner owned. The instance runs on "
+        "untouched."
+    )
+    async def transfer_compute_instance(
+        self, info: Info, id: strawberry.ID, owner: str
+    ) -> ComputeInstancePayload:
+        return _payload(*await attempt(service.transfer(info.context.actor, id, owner)))
+
     @strawberry.mutation(description="Deployed instances are destroyed first, then removed.")
     async def delete_compute_instance(self, info: Info, id: strawberry.ID) -> DeletePayload:
         return await delete_payload(service.delete(info.context.actor, id))
@@ -436,7 +497,8 @@ class ComputeSubscription:
         self, info: Info, id: strawberry.ID
     ) -> AsyncGenerator[ComputeInstanceStatusEvent, None]:
         actor = info.context.actor
-        load = functools.partial(service.get_instance, actor, id)
+        see_all = info.context.settings.members_see_all_instances
+        load = functools.partial(service.get_instance, actor, id, members_see_all=see_all)
         async for event in follow_status(info, load, _event, missing="No such compute instance."):
             yield event
 
@@ -456,6 +518,7 @@ class ComputeSubscription:
         if owner is None or broadcaster is None:
             raise NotFound(f'project "{project}" not found')
         owner_id = str(owner.id)
+        see_all = context.settings.members_see_all_instances
         last: dict[str, int] = {}
         # Per subscriber and event: what is here, and sending (at 1,000 subscribers, every
         # microsecond here is a millisecond of an event's delivery).
@@ -481,5 +544,8 @@ class ComputeSubscription:
                     ("compute-instance-event", item.instance_id, item.version),
                     functools.partial(_shown, item),
                 )
-                if event is not None:
-                    yield event
+                if event is None or not service.shown_to(
+                    actor, event.instance._model, members_see_all=see_all
+                ):
+                    continue
+                yield event

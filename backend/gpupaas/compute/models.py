@@ -9,7 +9,7 @@ from typing import Any
 from tortoise import fields
 from tortoise.models import Model
 
-from gpupaas.accounts.models import Project
+from gpupaas.accounts.models import Project, User
 from gpupaas.accounts.sharing import SharingMode
 from gpupaas.catalog.models import ComputeProfile
 from gpupaas.compute.snapshot import Snapshot
@@ -28,6 +28,13 @@ class ComputeInstance(Model):
         "gpupaas.ComputeProfile", related_name="instances", null=True, on_delete=fields.SET_NULL
     )
     profile_id: uuid.UUID | None
+    # Its creator, or whom a project admin gave it to: with the project's admins, the only one who
+    # may change, deploy, destroy, delete or share it (compute/owners.py). NULL for instances made
+    # before owners existed (migration 0012), and when the user is deleted: only admins manage it.
+    owner: fields.ForeignKeyNullableRelation[User] = fields.ForeignKeyField(
+        "gpupaas.User", related_name="compute_instances", null=True, on_delete=fields.SET_NULL
+    )
+    owner_id: uuid.UUID | None
     profile_name = fields.CharField(max_length=63)
     # The profile's revision when the snapshot was taken: a newer one makes the instance outdated.
     profile_revision = fields.IntField()
@@ -73,7 +80,13 @@ class ComputeInstance(Model):
         unique_together = (("project", "name"),)
         # sharing_mode: lets the list's "own OR shared" filter (compute.service.shared_filter) use a
         # BitmapOr of indexes instead of a sequential scan (bench/scale.py).
-        indexes = (("project_id", "created_at"), ("project_id", "status"), ("sharing_mode",))
+        # owner_id: the lists' "mine" filter, newest first.
+        indexes = (
+            ("project_id", "created_at"),
+            ("project_id", "status"),
+            ("sharing_mode",),
+            ("owner_id", "created_at"),
+        )
 
 
 class ComputeInstanceShare(Model):

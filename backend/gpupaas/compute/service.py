@@ -1,5 +1,7 @@
 """The rules of compute instances: who sees them, launch from the catalog (with a snapshot of the
-profile), save changes, deploy, destroy, delete, share, and what a caller may do now.
+profile), save changes, deploy, destroy, delete, share, give to another member, and what a caller
+may do now. Inside its project only its owner and the project's admins manage an instance
+(compute/owners.py); projects it is shared with read it.
 
 A deploy or destroy is a run (runs/): the instance's new status, its run and the outbox rows are
 written in one transaction through `runs.lifecycle`, which also carries the run's later steps.
@@ -16,12 +18,12 @@ from tortoise.expressions import F, Q, Subquery
 from tortoise.transactions import in_transaction
 
 from gpupaas.accounts import sharing
-from gpupaas.accounts.models import Project
+from gpupaas.accounts.models import Project, User
 from gpupaas.accounts.service import project_by_name, require_project
 from gpupaas.accounts.sharing import SharingMode
 from gpupaas.catalog.models import ComputeProfile, ComputeProfileShare
 from gpupaas.clusters.models import Cluster
-from gpupaas.compute import configuration, states
+from gpupaas.compute import configuration, owners, states
 from gpupaas.compute.models import ComputeInstance, ComputeInstanceShare
 from gpupaas.compute.run_kind import COMPUTE
 from gpupaas.compute.snapshot import take_snapshot
@@ -41,14 +43,17 @@ from gpupaas.runs.states import RunAction
 # ---------------------------------------------------------------- visibility
 
 
-async def _instance_for(actor: Actor, instance_id: str) -> ComputeInstance | None:
-    """The instance when the caller may see it: its project's members, or a project it is shared with."""
+async def _instance_for(
+    actor: Actor, instance_id: str, *, members_see_all: bool = True
+) -> ComputeInstance | None:
+    """The instance when the caller may see it: its project's members (only their own when members
+    do not see each other's, `members_see_all`), or a project it is shared with."""
     actor.require_user()
     iid = parse_id(instance_id)
     if iid is None:
         return None
     instance = await ComputeInstance.get_or_none(id=iid).select_related("project")
-    if instance is None:
+    if instance is None or owners.hidden_from(actor, instance.project_id, instance.owner_id, members_see_all):
         return None
 
     async def shared_with_any(project_ids: list[uuid.UUID]) -> bool:
@@ -61,8 +66,14 @@ async def _instance_for(actor: Actor, instance_id: str) -> ComputeInstance | Non
     )
 
 
-async def get_instance(actor: Actor, instance_id: str) -> ComputeInstance | None:
-    return await _instance_for(actor, instance_id)
+async def get_instance(actor: Actor, instance_id: str, *, members_see_all: bool) -> ComputeInstance | None:
+    return await _instance_for(actor, instance_id, members_see_all=members_see_all)
+
+
+def shown_to(actor: Actor, instance: ComputeInstance, *, members_see_all: bool) -> bool:
+    """Whether a status event about the instance reaches the caller, beyond its project and shares
+    (which the broadcaster checked): not when it is hidden from them (compute/owners.py)."""
+    return not owners.hidden_from(actor, instance.project_id, instance.owner_id, members_see_all)
 
 
 READ_ONLY = "This instance is shared with your project read-only: only its own project may change it."
@@ -75,18 +86,32 @@ SERVICES_IN: Hook[Callable[[Sequence[uuid.UUID]], Awaitable[dict[uuid.UUID, list
 )
 
 
-def _may_change(actor: Actor, instance: ComputeInstance) -> bool:
-    """Only members of its own project change an instance (projects it is shared with read it)."""
-    return actor.is_platform_admin or instance.project_id in actor.roles
+def manages(actor: Actor, instance: ComputeInstance) -> bool:
+    """Whether the caller manages the instance (its owner, its project's admins): changes it and
+    sees its secrets (sensitive outputs)."""
+    return owners.manages(actor, instance.project_id, instance.owner_id)
 
 
-async def _require_own(actor: Actor, instance_id: str, field: tuple[str, ...]) -> ComputeInstance:
-    """The instance, for a change: only members of its own project (shared ones are read-only)."""
+def _refusal(actor: Actor, instance: ComputeInstance, request: Request) -> str | None:
+    """Why the caller may not ask `request` of the instance by its rights, or None: projects it is
+    shared with read it only; in its project, only its owner and the project's admins manage it."""
+    if not actor.is_member_of(instance.project_id):
+        return READ_ONLY
+    if not manages(actor, instance):
+        return owners.not_manager("compute instance", instance.name, request.value, instance.owner_id)
+    return None
+
+
+async def _require_own(
+    actor: Actor, instance_id: str, field: tuple[str, ...], request: Request
+) -> ComputeInstance:
+    """The instance, for a change: only its owner and its project's admins (shared ones are read-only)."""
     instance = await _instance_for(actor, instance_id)
     if instance is None:
         raise UserErrors.one(field, "No such compute instance.", ErrorCode.NOT_FOUND)
-    if not _may_change(actor, instance):
-        raise Forbidden(READ_ONLY)
+    refusal = _refusal(actor, instance, request)
+    if refusal is not None:
+        raise Forbidden(refusal)
     return instance
 
 
@@ -123,12 +148,21 @@ async def list_instances(
     statuses: Sequence[DeploymentStatus] | None,
     first: int | None,
     after: str | None,
+    *,
+    mine: bool = False,
+    members_see_all: bool,
 ) -> Page[ComputeInstance]:
-    """A project's instances and those shared with it, newest first."""
+    """A project's instances and those shared with it, newest first; `mine`: only the caller's own.
+    Without `members_see_all`, a MEMBER's list leaves out what other members own."""
     owner = await project_by_name(actor, project)
     if owner is None:
         raise NotFound(f'project "{project}" not found')
     query = ComputeInstance.filter(shared_filter(owner))
+    hidden = owners.visible_filter(actor, members_see_all)
+    if hidden is not None:
+        query = query.filter(hidden)
+    if mine:
+        query = query.filter(owners.mine_filter(actor))
     query = matching(query, search, "name", "display_name", "description")
     if statuses:
         query = query.filter(status__in=list(statuses))
@@ -230,6 +264,7 @@ async def create_instance(
         )
     instance = ComputeInstance(
         project=owner,
+        owner_id=actor.require_user().id,
         profile=profile,
         profile_name=profile.name,
         profile_revision=profile.revision,
@@ -272,7 +307,7 @@ async def update_instance(
 ) -> ComputeInstance:
     """ "Save Changes": labels, annotations, description, display name and inputs (sensitive ones
     sealed with `secret_key`); the status stays."""
-    instance = await _require_own(actor, instance_id, ("input", "id"))
+    instance = await _require_own(actor, instance_id, ("input", "id"), Request.UPDATE)
     problems = Collector()
     if data.name is not None and data.name != instance.name:
         problems.add(("input", "name"), "the name of an instance cannot change", ErrorCode.IMMUTABLE)
@@ -323,10 +358,12 @@ def actions(
     """What the caller may do with the instance now: each request with None, or why not (the
     message the request itself would answer). The same rules as the requests: rights first, then
     the status, then its service instances (`service_names`)."""
-    if not _may_change(actor, instance):
-        return [(request, READ_ONLY) for request in ACTIONS]
     shown: list[tuple[Request, str | None]] = []
     for request in ACTIONS:
+        refusal = _refusal(actor, instance, request)
+        if refusal is not None:
+            shown.append((request, refusal))
+            continue
         try:
             states.check(request, instance.status)
         except states.TransitionError as error:
@@ -339,7 +376,7 @@ def actions(
 async def _request_run(
     actor: Actor, instance_id: str, request: Request, action: RunAction
 ) -> ComputeInstance:
-    instance = await _require_own(actor, instance_id, ("id",))
+    instance = await _require_own(actor, instance_id, ("id",), request)
     async with in_transaction():
         instance = await runs.locked(COMPUTE, instance.id)
         try:
@@ -365,7 +402,7 @@ async def destroy(actor: Actor, instance_id: str) -> ComputeInstance:
 
 async def delete(actor: Actor, instance_id: str) -> str:
     """Removes a NOT_DEPLOYED instance at once; a deployed one is destroyed first, then removed."""
-    instance = await _require_own(actor, instance_id, ("id",))
+    instance = await _require_own(actor, instance_id, ("id",), Request.DELETE)
     async with in_transaction():
         instance = await runs.locked(COMPUTE, instance.id)
         try:
@@ -388,7 +425,7 @@ async def delete(actor: Actor, instance_id: str) -> str:
 async def set_sharing(
     actor: Actor, instance_id: str, mode: SharingMode, projects: Sequence[str] | None
 ) -> ComputeInstance:
-    instance = await _require_own(actor, instance_id, ("id",))
+    instance = await _require_own(actor, instance_id, ("id",), Request.SHARE)
     chosen = await sharing.targets(actor, instance.project, mode, projects, what="an instance")
     async with in_transaction():
         await ComputeInstanceShare.filter(instance_id=instance.id).delete()
@@ -397,6 +434,38 @@ async def set_sharing(
         instance.sharing_mode = mode
         await ComputeInstance.filter(id=instance.id).update(sharing_mode=mode, updated_at=runs.now())
     return instance
+
+
+# Gives the compute instance's service instances that its old owner owned to the new one too
+# (bound by gpupaas.api.wiring: service instances sit above this package).
+MOVE_SERVICES: Hook[Callable[[uuid.UUID, uuid.UUID | None, uuid.UUID], Awaitable[None]]] = Hook(
+    "moving a compute instance's service instances to its new owner"
+)
+
+
+async def transfer(actor: Actor, instance_id: str, username: str) -> ComputeInstance:
+    """A project admin gives the instance to another member of its project (any role), with the
+    service instances in it that its old owner owned: what runs in a notebook goes with it."""
+    instance = await _instance_for(actor, instance_id)
+    if instance is None:
+        raise UserErrors.one(("id",), "No such compute instance.", ErrorCode.NOT_FOUND)
+    if not actor.is_admin_of(instance.project_id):
+        raise Forbidden(
+            f'Only admins of project "{instance.project.name}" may give its instances to another member.'
+        )
+    user: User = await owners.new_owner(instance.project, username, ("owner",))
+    async with in_transaction():
+        locked = await runs.locked(COMPUTE, instance.id)
+        previous = locked.owner_id
+        locked.owner_id = user.id
+        locked.version += 1
+        locked.updated_at = runs.now()
+        await locked.save(update_fields=["owner_id", "version", "updated_at"])
+        await MOVE_SERVICES()(instance.id, previous, user.id)
+        # Lists and dashboards that show owners learn it live.
+        await runs.announce(COMPUTE, locked)
+    outbox.notify()
+    return locked
 
 
 async def instances_on(cluster: Cluster) -> str | None:

@@ -10,8 +10,10 @@ the operation id encoded per subscriber (`encode_message`, used by the app's `en
 
 This holds while resolvers depend on the caller only through those facts, as they do (sensitive
 inputs are masked for everyone; sharing visibility, permissions and internals go by roles and the
-platform admin flag). A resolver that reads anything else of the caller, the user's id say, must add
-it to `visibility_of`; tests/graphql/test_fanout.py fails when callers who see differently share.
+platform admin flag; and, for a MEMBER, by whether the caller owns the instance: its actions, its
+connect links' access params, its sensitive outputs, whether it is shown at all, so a MEMBER's
+user id is one of the facts). A resolver that reads anything else of the caller must add it to
+`visibility_of`; tests/graphql/test_fanout.py fails when callers who see differently share.
 
 Sharing needs a subscription to yield the same root object to all its subscribers for an event (the
 status subscriptions take theirs from `StatusBroadcaster.once`). A shared result lives as long as
@@ -28,18 +30,22 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from gpupaas.core.actor import Actor
+from gpupaas.core.actor import Actor, Role
 from graphql import ExecutionResult, OperationDefinitionNode
 
 # The caller facts a shared result may depend on.
-Visibility = tuple[bool, bool, tuple[tuple[str, str], ...]]
+Visibility = tuple[bool, bool, tuple[tuple[str, str], ...], str | None]
 
 
 def visibility_of(actor: Actor) -> Visibility:
-    """What of the caller any field's value may depend on: signed in, platform admin, and the role
-    in each project (whose instances and shares it sees, where it may see internals)."""
+    """What of the caller any field's value may depend on: signed in, platform admin, the role in
+    each project (whose instances and shares it sees, where it may see internals), and who it is
+    when it is a MEMBER somewhere (owners manage their instances there: compute/owners.py; admins
+    manage every instance of their projects, whoever they are, so admins alike still share)."""
     roles = tuple(sorted((str(project), role.value) for project, role in actor.roles.items()))
-    return actor.user is not None, actor.is_platform_admin, roles
+    member = actor.user is not None and not actor.is_platform_admin and Role.MEMBER in actor.roles.values()
+    who = str(actor.user.id) if member and actor.user is not None else None
+    return actor.user is not None, actor.is_platform_admin, roles, who
 
 
 def sharing_key(

@@ -164,7 +164,7 @@ async def seal_sensitive_values(apps: Any, schema_editor: Any) -> None:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("gpupaas", "0011_cluster_template_policy_and_placement")]
+    dependencies = [("gpupaas", "0012_instance_owners")]
 
     initial = False
 

@@ -22,7 +22,8 @@ cannot be used (another scheme, no host) gives no links either; `access_address_
 for the settings that store it.
 
 Access params are URL-encoded (RFC 3986: spaces as %20, "&", "=", "#" and "+" encoded) and keep
-their order; `token=abc` stays as readable as it is.
+their order; `token=abc` stays as readable as it is. With `access_params=False` (for those who may
+not use the service: members who do not own it) the links are the same without them.
 """
 
 from __future__ import annotations
@@ -126,7 +127,11 @@ def _url_host(host: str) -> str:
 
 
 def connect_links(
-    spec: ServiceSpec, *, access_address: str | None, node_ports: Mapping[str, int] | None = None
+    spec: ServiceSpec,
+    *,
+    access_address: str | None,
+    node_ports: Mapping[str, int] | None = None,
+    access_params: bool = True,
 ) -> list[ConnectLink]:
     """The links of a resolved spec's ports (see the module's docstring for the rules)."""
     if access_address is None:
@@ -143,7 +148,7 @@ def connect_links(
         elif is_web_port(port):
             link_scheme = scheme or ("https" if _is_https(port) else "http")
             url = f"{link_scheme}://{_url_host(host)}:{number}/"
-            if port.access_params:
+            if port.access_params and access_params:
                 url += "?" + urlencode(port.access_params, quote_via=quote, safe="/:")
             links.append(ConnectLink(port=port.name, url=url))
     return links

@@ -14,7 +14,7 @@ from strawberry.dataloader import DataLoader
 
 from gpupaas.accounts.graphql import ProjectType, project_of
 from gpupaas.clusters.graphql import cluster_of
-from gpupaas.compute.graphql import ComputeInstanceType, compute_instances_by_id
+from gpupaas.compute.graphql import ComputeInstanceType, InstanceOwner, compute_instances_by_id, owner_of
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.graphql.common import (
     DeletePayload,
@@ -54,10 +54,13 @@ def services_of_instance() -> DataLoader[uuid.UUID, list[ServiceInstance]]:
 
 async def services_of(info: Info, instance: ComputeInstance) -> list[ServiceInstanceType]:
     """`ComputeInstance.services` (compute/graphql.py asks through its hook): what the caller may see."""
-    if not instances.may_see_services_of(info.context.actor, instance):
+    actor = info.context.actor
+    if not instances.may_see_services_of(actor, instance):
         return []
     rows = await info.context.loaders.get(services_of_instance).load(instance.id)
-    return [ServiceInstanceType.of(row) for row in rows]
+    see_all = info.context.settings.members_see_all_instances
+    shown = [row for row in rows if instances.shown_to(actor, row, members_see_all=see_all)]
+    return [ServiceInstanceType.of(row) for row in shown]
 
 
 @strawberry.enum(description="What a person may ask of a GPU service instance.")
@@ -110,6 +113,13 @@ class ServiceInstanceType:
     async def project(self, info: Info) -> ProjectType:
         return await project_of(info, self._model.project_id)
 
+    @strawberry.field(
+        description="Its creator, or whom a project admin gave it to (transferServiceInstance). Null: "
+        "no owner (made before instances had owners), so only the project's admins run it."
+    )
+    async def owner(self, info: Info) -> InstanceOwner | None:
+        return await owner_of(info, self._model.owner_id)
+
     @strawberry.field(description="Null once the template is deleted (the instance keeps its copy).")
     async def template(self, info: Info) -> InstanceTemplateType | None:
         template_id = self._model.template_id
@@ -133,12 +143,18 @@ class ServiceInstanceType:
 
     @strawberry.field(
         description="One link per web port (http(s)://<cluster access address>:<node port>/?<access "
-        "params>) and ssh port (an ssh command), once the instance has started."
+        "params>) and ssh port (an ssh command), once the instance has started. The access params "
+        "(a JupyterLab link's ?token=) only for its owner and the project's admins."
     )
     async def connect(self, info: Info) -> list[ConnectLink]:
         instance = await self._compute_instance(info)
         cluster = await cluster_of(info, instance.profile_snapshot.cluster_id)
-        links = await instances.connect(info.context.settings.secret_key, self._model, cluster)
+        links = await instances.connect(
+            info.context.settings.secret_key,
+            self._model,
+            cluster,
+            access_params=instances.manages(info.context.actor, self._model),
+        )
         return [ConnectLink(port=link.port, url=link.url) for link in links]
 
     @strawberry.field(
@@ -225,7 +241,10 @@ def _payload(found: ServiceInstance | None, errors: list[UserError]) -> ServiceI
 
 @strawberry.type
 class ServiceInstanceQuery:
-    @strawberry.field(description="A project's service instances (of one compute instance), newest first.")
+    @strawberry.field(
+        description="A project's service instances (of one compute instance), newest first. mine: only "
+        "those the caller owns."
+    )
     async def service_instances(
         self,
         info: Info,
@@ -233,13 +252,23 @@ class ServiceInstanceQuery:
         compute_instance: strawberry.ID | None = None,
         first: int | None = None,
         after: str | None = None,
+        mine: bool | None = None,
     ) -> Connection[ServiceInstanceType]:
-        page = await instances.list_services(info.context.actor, project, compute_instance, first, after)
+        page = await instances.list_services(
+            info.context.actor,
+            project,
+            compute_instance,
+            first,
+            after,
+            mine=bool(mine),
+            members_see_all=info.context.settings.members_see_all_instances,
+        )
         return Connection.of(page, ServiceInstanceType.of, cursor_of)
 
     @strawberry.field
     async def service_instance(self, info: Info, id: strawberry.ID) -> ServiceInstanceType | None:
-        found = await instances.get_service(info.context.actor, id)
+        see_all = info.context.settings.members_see_all_instances
+        found = await instances.get_service(info.context.actor, id, members_see_all=see_all)
         return ServiceInstanceType.of(found) if found else None
 
 
@@ -288,6 +317,15 @@ class ServiceInstanceMutation:
     async def delete_service_instance(self, info: Info, id: strawberry.ID) -> DeletePayload:
         return await delete_payload(instances.delete_service(info.context.actor, id))
 
+    @strawberry.mutation(
+        description="Project admins give the service instance to another member of its project "
+        "(owner: their username). It runs on untouched; its link and token stay the same."
+    )
+    async def transfer_service_instance(
+        self, info: Info, id: strawberry.ID, owner: str
+    ) -> ServiceInstancePayload:
+        return _payload(*await attempt(instances.transfer(info.context.actor, id, owner)))
+
 
 def _event(
     found: ServiceInstance, status: str, message: str | None, at: datetime
@@ -306,6 +344,7 @@ class ServiceInstanceSubscription:
     async def service_instance_status(
         self, info: Info, id: strawberry.ID
     ) -> AsyncGenerator[ServiceInstanceStatusEvent, None]:
-        load = functools.partial(instances.get_service, info.context.actor, id)
+        see_all = info.context.settings.members_see_all_instances
+        load = functools.partial(instances.get_service, info.context.actor, id, members_see_all=see_all)
         async for event in follow_status(info, load, _event, missing="No such service instance."):
             yield event

@@ -8,7 +8,7 @@ from typing import Any
 from tortoise import fields
 from tortoise.models import Model
 
-from gpupaas.accounts.models import Project
+from gpupaas.accounts.models import Project, User
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.instance_templates.models import InstanceTemplate
 from gpupaas.instance_templates.spec import ServiceSpec, spec_from_json
@@ -36,6 +36,13 @@ class ServiceInstance(Model):
         "gpupaas.InstanceTemplate", related_name="service_instances", null=True, on_delete=fields.SET_NULL
     )
     template_id: uuid.UUID | None
+    # Its creator, or whom a project admin gave it to (as compute instances' owners): with the
+    # project's admins, the only one who may start, stop, restart or delete it and who sees its
+    # connect links' access params. NULL: only admins (rows from before migration 0012).
+    owner: fields.ForeignKeyNullableRelation[User] = fields.ForeignKeyField(
+        "gpupaas.User", related_name="service_instances", null=True, on_delete=fields.SET_NULL
+    )
+    owner_id: uuid.UUID | None
     template_name = fields.CharField(max_length=63)
     name = fields.CharField(max_length=63)
     display_name = fields.CharField(max_length=128)
@@ -59,7 +66,7 @@ class ServiceInstance(Model):
         table = "service_instances"
         # Its objects are named after it in the compute instance's namespace.
         unique_together = (("compute_instance", "name"),)
-        indexes = (("project_id", "created_at"),)
+        indexes = (("project_id", "created_at"), ("owner_id", "created_at"))
 
     def spec_model(self) -> ServiceSpec:
         return spec_from_json(self.spec)

@@ -5,11 +5,15 @@ A start, stop, restart or delete is a run (runs/, with the kind in run_kind.py):
 its run and the outbox rows are written in one transaction through `runs.lifecycle`, which also
 carries the run's later steps.
 
-Who: the members of the service instance's project (any role) create and operate them, in a
-compute instance of that project that is SUCCESS; the project's members read them; nobody else
-sees they exist. GPUs: a service instance's GPUs must fit what its compute instance has left,
-counting every service instance of it that is not STOPPED (QUOTA_EXCEEDED otherwise), at creation
-(when it starts) and at every start.
+Who: its owner (its creator, or whom a project admin gave it to) and the project's admins operate
+a service instance and see its connect links' access params (the token); the project's other
+members read it, without them (or, with GPUPAAS_MEMBERS_SEE_ALL_INSTANCES off, do not see it);
+nobody else sees it exists. Only those who manage a compute instance (compute/owners.py) run
+service instances in it, and only while it is SUCCESS.
+
+GPUs: a service instance's GPUs must fit what its compute instance has left, counting every service
+instance of it that is not STOPPED (QUOTA_EXCEEDED otherwise), at creation (when it starts) and at
+every start.
 
 `{{generated_*}}` values are generated once at creation, kept encrypted (core.crypto), and filled
 into the spec only where it is used: the plan (a worker) and the connect links.
@@ -30,6 +34,8 @@ from tortoise.transactions import in_transaction
 from gpupaas.accounts.models import Project
 from gpupaas.accounts.service import project_by_name, require_project
 from gpupaas.clusters.models import Cluster
+from gpupaas.compute import owners
+from gpupaas.compute import service as compute
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.compute.run_kind import COMPUTE
 from gpupaas.compute.states import DeploymentStatus
@@ -66,8 +72,11 @@ MAX_GPUS = 64
 # ---------------------------------------------------------------- visibility
 
 
-async def _service_for(actor: Actor, service_id: str) -> ServiceInstance | None:
-    """The service instance when the caller may see it: its project's members, platform admins."""
+async def _service_for(
+    actor: Actor, service_id: str, *, members_see_all: bool = True
+) -> ServiceInstance | None:
+    """The service instance when the caller may see it: its project's members (only their own when
+    members do not see each other's, `members_see_all`), platform admins."""
     actor.require_user()
     sid = parse_id(service_id)
     if sid is None:
@@ -75,11 +84,24 @@ async def _service_for(actor: Actor, service_id: str) -> ServiceInstance | None:
     found = await ServiceInstance.get_or_none(id=sid).select_related("project")
     if found is None or not actor.can_see(found.project):
         return None
+    if owners.hidden_from(actor, found.project_id, found.owner_id, members_see_all):
+        return None
     return found
 
 
-async def get_service(actor: Actor, service_id: str) -> ServiceInstance | None:
-    return await _service_for(actor, service_id)
+async def get_service(actor: Actor, service_id: str, *, members_see_all: bool) -> ServiceInstance | None:
+    return await _service_for(actor, service_id, members_see_all=members_see_all)
+
+
+def manages(actor: Actor, service: ServiceInstance) -> bool:
+    """Whether the caller manages the service instance (its owner, its project's admins): runs it and
+    sees its connect links' access params."""
+    return owners.manages(actor, service.project_id, service.owner_id)
+
+
+def shown_to(actor: Actor, service: ServiceInstance, *, members_see_all: bool) -> bool:
+    """Whether the caller sees the service instance among those of a compute instance it sees."""
+    return not owners.hidden_from(actor, service.project_id, service.owner_id, members_see_all)
 
 
 def may_see_services_of(actor: Actor, instance: ComputeInstance) -> bool:
@@ -105,22 +127,49 @@ def _require_member(actor: Actor, project: Project) -> None:
         raise Forbidden(f'Only members of project "{project.name}" may run service instances in it.')
 
 
-async def _require_own(actor: Actor, service_id: str, field: tuple[str, ...]) -> ServiceInstance:
+def _refusal(actor: Actor, service: ServiceInstance, what: Request) -> str | None:
+    """Why the caller may not ask `what` of the service instance by its rights, or None."""
+    if not actor.is_member_of(service.project_id):
+        return "Only members of the service instance's project may run it."
+    if not manages(actor, service):
+        return owners.not_manager("service instance", service.name, what.value, service.owner_id)
+    return None
+
+
+async def _require_own(
+    actor: Actor, service_id: str, field: tuple[str, ...], what: Request
+) -> ServiceInstance:
+    """The service instance, for a request: only its owner and its project's admins."""
     found = await _service_for(actor, service_id)
     if found is None:
         raise UserErrors.one(field, "No such service instance.", ErrorCode.NOT_FOUND)
-    _require_member(actor, found.project)
+    refusal = _refusal(actor, found, what)
+    if refusal is not None:
+        raise Forbidden(refusal)
     return found
 
 
 async def list_services(
-    actor: Actor, project: str, compute_instance: str | None, first: int | None, after: str | None
+    actor: Actor,
+    project: str,
+    compute_instance: str | None,
+    first: int | None,
+    after: str | None,
+    *,
+    mine: bool = False,
+    members_see_all: bool,
 ) -> Page[ServiceInstance]:
-    """A project's service instances (of one compute instance when given), newest first."""
+    """A project's service instances (of one compute instance when given), newest first; `mine`:
+    only the caller's own. Without `members_see_all`, a MEMBER's list leaves out other members'."""
     owner = await project_by_name(actor, project)
     if owner is None:
         raise NotFound(f'project "{project}" not found')
     query = ServiceInstance.filter(project_id=owner.id)
+    hidden = owners.visible_filter(actor, members_see_all)
+    if hidden is not None:
+        query = query.filter(hidden)
+    if mine:
+        query = query.filter(owners.mine_filter(actor))
     if compute_instance is not None:
         cid = parse_id(compute_instance)
         if cid is None:
@@ -137,16 +186,24 @@ def resolved_spec(secret_key: str, service: ServiceInstance) -> ServiceSpec:
     return resolve(service.spec_model(), generated_values(secret_key, service))
 
 
-async def connect(secret_key: str, service: ServiceInstance, cluster: Cluster | None) -> list[ConnectLink]:
+async def connect(
+    secret_key: str, service: ServiceInstance, cluster: Cluster | None, *, access_params: bool
+) -> list[ConnectLink]:
     """The links to the service's ports: the cluster's access address and the node ports. None
-    before its first start (no node ports yet) or without an access address."""
+    before its first start (no node ports yet) or without an access address. `access_params`
+    (the token of a JupyterLab link): only for those who manage it (`manages`)."""
     if not service.node_ports or cluster is None or not cluster.access_address:
         return []
     try:
         spec = resolved_spec(secret_key, service)
     except (crypto.DecryptionError, ValueError):
         return []  # written with another secret key: no link is better than a wrong one
-    return connect_links(spec, access_address=cluster.access_address, node_ports=service.node_ports)
+    return connect_links(
+        spec,
+        access_address=cluster.access_address,
+        node_ports=service.node_ports,
+        access_params=access_params,
+    )
 
 
 # ---------------------------------------------------------------- GPUs
@@ -277,6 +334,9 @@ async def create_service(actor: Actor, data: ServiceIn, *, secret_key: str) -> S
         raise UserErrors.one(
             ("input", "computeInstance"), "No such compute instance in this project.", ErrorCode.NOT_FOUND
         )
+    if not compute.manages(actor, instance):
+        verb = "run service instances in"
+        raise Forbidden(owners.not_manager("compute instance", instance.name, verb, instance.owner_id))
     template = await _template_of(actor, owner, data.template)
     if template is None:
         raise UserErrors.one(("input", "template"), "No such instance template.", ErrorCode.NOT_FOUND)
@@ -305,6 +365,7 @@ async def create_service(actor: Actor, data: ServiceIn, *, secret_key: str) -> S
     values = generate_values(sorted(find_placeholders(spec)))
     service = ServiceInstance(
         project=owner,
+        owner_id=actor.require_user().id,
         compute_instance=instance,
         template=template,
         template_name=template.name,
@@ -344,7 +405,7 @@ async def create_service(actor: Actor, data: ServiceIn, *, secret_key: str) -> S
 
 async def request(actor: Actor, service_id: str, what: Request) -> ServiceInstance:
     """start, stop or restart (delete: `delete_service`)."""
-    service = await _require_own(actor, service_id, ("id",))
+    service = await _require_own(actor, service_id, ("id",), what)
     async with in_transaction():
         service = await runs.locked(SERVICES, service.id)
         try:
@@ -373,11 +434,12 @@ def actions(
     """What the caller may do with the service instance now: each request with None, or why not
     (the message the request itself would answer): rights, then its status, then whether its
     compute instance (`instance`) is deployed, for a start or restart."""
-    if not (actor.is_platform_admin or service.project_id in actor.roles):
-        denied = "Only members of the service instance's project may run it."
-        return [(what, denied) for what in ACTIONS]
     shown: list[tuple[Request, str | None]] = []
     for what in ACTIONS:
+        refusal = _refusal(actor, service, what)
+        if refusal is not None:
+            shown.append((what, refusal))
+            continue
         try:
             states.check(what, service.status)
         except states.TransitionError as error:
@@ -392,7 +454,7 @@ async def delete_service(actor: Actor, service_id: str) -> str:
     """From any status. Never started: removed at once. Otherwise DELETING: its objects and workspace
     are deleted from the cluster, then it is removed (after the run under way, if any). Deleting a
     service instance that is already being deleted changes nothing."""
-    service = await _require_own(actor, service_id, ("id",))
+    service = await _require_own(actor, service_id, ("id",), Request.DELETE)
     async with in_transaction():
         service = await runs.locked(SERVICES, service.id)
         if service.status == ServiceStatus.DELETING:
@@ -407,3 +469,41 @@ async def delete_service(actor: Actor, service_id: str) -> str:
             await runs.announce(SERVICES, service)
     outbox.notify()
     return service_id
+
+
+# ---------------------------------------------------------------- owners
+
+
+async def transfer(actor: Actor, service_id: str, username: str) -> ServiceInstance:
+    """A project admin gives the service instance to another member of its project (any role)."""
+    service = await _service_for(actor, service_id)
+    if service is None:
+        raise UserErrors.one(("id",), "No such service instance.", ErrorCode.NOT_FOUND)
+    if not actor.is_admin_of(service.project_id):
+        raise Forbidden(
+            f'Only admins of project "{service.project.name}" may give its service instances to another '
+            "member."
+        )
+    user = await owners.new_owner(service.project, username, ("owner",))
+    async with in_transaction():
+        locked = await runs.locked(SERVICES, service.id)
+        await _give(locked, user.id)
+    outbox.notify()
+    return locked
+
+
+async def _give(service: ServiceInstance, owner_id: uuid.UUID) -> None:
+    """Inside the caller's transaction: the new owner, announced (lists that show owners follow)."""
+    service.owner_id = owner_id
+    service.version += 1
+    service.updated_at = runs.now()
+    await service.save(update_fields=["owner_id", "version", "updated_at"])
+    await runs.announce(SERVICES, service)
+
+
+async def move_with(compute_instance_id: uuid.UUID, previous: uuid.UUID | None, owner_id: uuid.UUID) -> None:
+    """A compute instance was given to `owner_id`: the service instances in it that its previous
+    owner owned go along (compute's hook asks, inside its transaction)."""
+    moved = ServiceInstance.filter(compute_instance_id=compute_instance_id, owner_id=previous)
+    for service in await moved.select_for_update():
+        await _give(service, owner_id)

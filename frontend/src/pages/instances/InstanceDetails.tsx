@@ -4,6 +4,7 @@ import { ActionIcon, Anchor, Badge, CopyButton, DataList, Group, Table, Text, To
 import { IconCheck, IconCopy } from "@tabler/icons-react";
 import { Link } from "react-router-dom";
 
+import { OwnerText } from "../../components/Owner";
 import { Panel } from "../../components/Section";
 import { AllocationBadge } from "../catalog/resources";
 import { when, type Instance } from "./overview";
@@ -55,11 +56,18 @@ export function Pairs({ pairs, empty, label, copy }: { pairs: readonly { key: st
   );
 }
 
-/** Where the instance comes from and where it runs: profile, template, cluster, allocation, sharing. */
+/** Whose it is, where it comes from and where it runs: owner, profile, template, cluster,
+ * allocation, sharing. */
 export function DetailsSection({ instance, base }: { instance: Instance; base: string }) {
   return (
     <Panel title="Details">
       <DataList orientation="horizontal" labelWidth="140px" withDivider>
+        <DataList.Item>
+          <DataList.ItemLabel>Owner</DataList.ItemLabel>
+          <DataList.ItemValue>
+            <OwnerText owner={instance.owner} />
+          </DataList.ItemValue>
+        </DataList.Item>
         <DataList.Item>
           <DataList.ItemLabel>Compute profile</DataList.ItemLabel>
           <DataList.ItemValue>

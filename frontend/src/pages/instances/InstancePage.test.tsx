@@ -41,6 +41,8 @@ describe("InstancePage", () => {
     // What the API allows stays possible.
     expect(screen.getByRole("link", { name: "Edit Configuration" })).toHaveAttribute("href", "/p/ml/instances/ci-1/edit");
     expect(screen.getByRole("button", { name: "Manage Sharing" })).not.toHaveAttribute("aria-disabled");
+    // whose it is
+    expect(screen.getByText(/\(you\)/).closest("[data-owner]")).toHaveAttribute("data-owner", "ada");
   });
 
   it("follows the API, not the status: a read-only share refuses every change", async () => {

@@ -19,6 +19,7 @@ function row(name: string, overrides: Record<string, unknown> = {}) {
     updatedAt: "2025-03-01T10:00:00+00:00",
     project,
     profile: { id: "prof-1" },
+    owner: { username: "ada" },
     sharing: { mode: "NONE", projects: [] },
     actions: actions(),
     ...overrides,
@@ -152,6 +153,34 @@ describe("InstancesPage", () => {
     expect(calls.filter((c) => c.name === "InstancesList").map((c) => c.variables.after ?? null)).toEqual([null, "c-b"]);
     expect(screen.queryByRole("button", { name: /Load more/ })).toBeNull();
     expect(screen.getAllByTestId(/^instance-row-/).map((el) => el.dataset.testid)).toEqual(["instance-row-c", "instance-row-b", "instance-row-a"]);
+  });
+
+  it("shows each instance's owner, and lists only the caller's with Mine", async () => {
+    const OTHERS = "Only the owner or a project admin may deploy compute instance \"theirs\".";
+    const { calls } = setup({
+      InstancesList: (variables) =>
+        variables.mine
+          ? page([row("own")])
+          : page([
+              row("own"),
+              row("theirs", { owner: { username: "bob" }, actions: actions({ UPDATE: OTHERS, DEPLOY: OTHERS, DESTROY: OTHERS, DELETE: OTHERS, SHARE: OTHERS }) }),
+              row("old", { owner: null }),
+            ]),
+    });
+    await screen.findByTestId("instance-row-theirs");
+    expect(within(screen.getByTestId("instance-row-own")).getByText(/\(you\)/)).toBeInTheDocument();
+    expect(within(screen.getByTestId("instance-row-theirs")).getByText("bob")).toBeInTheDocument();
+    expect(within(screen.getByTestId("instance-row-old")).getByText("No owner")).toBeInTheDocument();
+    // Another member's: the menu offers nothing, with the API's reason.
+    fireEvent.click(within(screen.getByTestId("instance-row-theirs")).getByRole("button", { name: "Actions for Theirs" }));
+    const deploy = await screen.findByRole("menuitem", { name: /Deploy/, hidden: true });
+    expect(deploy).toBeDisabled();
+    expect(deploy).toHaveTextContent(OTHERS);
+    // Mine: the API is asked for the caller's own only.
+    fireEvent.click(screen.getByRole("radio", { name: "Mine" }));
+    await waitFor(() => expect(screen.queryByTestId("instance-row-theirs")).toBeNull());
+    expect(screen.getByTestId("instance-row-own")).toBeInTheDocument();
+    expect(calls.filter((c) => c.name === "InstancesList").map((c) => c.variables.mine)).toEqual([null, true]);
   });
 
   it("has an empty state that leads to the catalog", async () => {

@@ -4,9 +4,11 @@ import { IconPlus, IconSearch } from "@tabler/icons-react";
 import { useCallback, useEffect, useEffectEvent, useRef, useState, type ReactNode } from "react";
 import { Link, useSearchParams } from "react-router-dom";
 
+import { useAuth } from "../../app/auth";
 import { useProject } from "../../app/project";
 import { describeError } from "../../components/errors";
 import { SharingModal, type SharingTarget } from "../../components/SharingModal";
+import { MineAllControl, OwnerText, useMineFilter } from "../../components/Owner";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
 import { StatusBadge, statusLabel } from "../../components/StatusBadge";
 import type { DeploymentStatus } from "../../gql/graphql";
@@ -27,7 +29,9 @@ export function InstancesPage() {
   const status = STATUSES.includes(statusParam as DeploymentStatus) ? (statusParam as DeploymentStatus) : null;
   const [search, setSearch] = useState(params.get("q") ?? "");
   const [debounced] = useDebouncedValue(search.trim(), 300);
-  const list = useInstanceList(project, debounced, status);
+  const [mine, setMine] = useMineFilter();
+  const { me } = useAuth();
+  const list = useInstanceList(project, debounced, status, mine);
   const live = useInstanceEvents(project);
   const actions = useInstanceActions();
   const [busy, setBusy] = useState<Record<string, string>>({});
@@ -53,15 +57,18 @@ export function InstancesPage() {
     );
   }, [debounced, setParams]);
 
-  // An event about an instance the list does not hold: a new one (or one newly shared). Ask again.
-  // (Only a new event asks: rows changing by themselves must not, or a filtered-out instance's
-  // event would ask again after every answer.)
-  const holds = useEffectEvent((id: string) => list.rows.some((row) => row.id === id));
+  // An event about an instance the list does not hold: a new one (or one newly shared, or newly
+  // given to the caller). Ask again. (Only a new event asks: rows changing by themselves must not,
+  // or a filtered-out instance's event would ask again after every answer; with "Mine", neither
+  // does one about someone else's instance.)
+  const holds = useEffectEvent(
+    (event: { id: string; owner: string | null }) => list.rows.some((row) => row.id === event.id) || (mine && event.owner !== me?.username),
+  );
   const { refresh } = list;
   const lastEvent = live.feed[0];
   const { loaded } = list;
   useEffect(() => {
-    if (!loaded || !lastEvent || holds(lastEvent.id)) return;
+    if (!loaded || !lastEvent || holds(lastEvent)) return;
     const timer = window.setTimeout(refresh, 400);
     return () => window.clearTimeout(timer);
   }, [loaded, lastEvent, refresh]);
@@ -134,6 +141,19 @@ export function InstancesPage() {
     body = <ErrorState message={describeError(list.error) ?? "The compute instances could not be loaded."} onRetry={list.refresh} />;
   } else if (!list.loaded) {
     body = <Loading label="Loading compute instances" />;
+  } else if (list.rows.length === 0 && mine && !debounced && !status) {
+    body = (
+      <EmptyState
+        title="You own no compute instance here"
+        action={
+          <Button variant="light" onClick={() => setMine(false)}>
+            Show all
+          </Button>
+        }
+      >
+        Instances you launch are yours; a project admin may also give you one.
+      </EmptyState>
+    );
   } else if (list.rows.length === 0 && (debounced || status)) {
     body = (
       <EmptyState
@@ -188,6 +208,7 @@ export function InstancesPage() {
               </Stack>
               <Group gap="xs" mt="xs" wrap="wrap">
                 {sharingCell(row)}
+                <OwnerText owner={row.owner} size="xs" />
                 <Text size="xs" c="dimmed">
                   {row.profileName} · {new Date(row.createdAt).toLocaleString()}
                 </Text>
@@ -199,12 +220,13 @@ export function InstancesPage() {
     );
   } else {
     body = (
-      <Table.ScrollContainer minWidth={860}>
+      <Table.ScrollContainer minWidth={960}>
         <Table highlightOnHover verticalSpacing="sm" aria-label="Compute instances">
           <Table.Thead>
             <Table.Tr>
               <Table.Th>Name</Table.Th>
               <Table.Th>Publish status</Table.Th>
+              <Table.Th>Owner</Table.Th>
               <Table.Th>Sharing</Table.Th>
               <Table.Th>Profile</Table.Th>
               <Table.Th>Created</Table.Th>
@@ -228,6 +250,9 @@ export function InstancesPage() {
                         </Text>
                       )}
                     </Stack>
+                  </Table.Td>
+                  <Table.Td>
+                    <OwnerText owner={row.owner} />
                   </Table.Td>
                   <Table.Td>{sharingCell(row)}</Table.Td>
                   <Table.Td>
@@ -267,6 +292,7 @@ export function InstancesPage() {
         </Button>
       </Group>
       <Group gap="sm" wrap="wrap">
+        <MineAllControl mine={mine} onChange={setMine} what="compute instances" />
         <TextInput
           aria-label="Search compute instances"
           placeholder="Search by name or description"

@@ -21,6 +21,9 @@ export const InstanceEventsDocument = graphql(`
           id
           name
         }
+        owner {
+          username
+        }
       }
     }
   }
@@ -31,6 +34,8 @@ export interface LiveEvent {
   name: string;
   displayName: string;
   project: string;
+  /** Its owner's username (null: no owner). */
+  owner: string | null;
   status: string;
   message: string | null;
   at: string;
@@ -61,6 +66,7 @@ export function reduceLive(previous: LiveState | undefined, data: InstanceEvents
     name: event.instance.name,
     displayName: event.instance.displayName,
     project: event.instance.project.name,
+    owner: event.instance.owner?.username ?? null,
     status: event.status,
     message: event.message ?? null,
     at: event.at,

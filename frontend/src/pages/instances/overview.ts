@@ -51,6 +51,9 @@ export const InstanceOverviewFieldsDocument = graphql(`
       name
       displayName
     }
+    owner {
+      username
+    }
     outdated
     sharing {
       mode

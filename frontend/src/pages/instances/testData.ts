@@ -67,6 +67,7 @@ export function instance(overrides: Record<string, unknown> = {}) {
     updatedAt: "2025-03-01T10:01:00+00:00",
     project,
     profile: { id: "prof-1", name: "a100-large", displayName: "A100 Large" },
+    owner: { username: "ada" },
     outdated: false,
     sharing: { mode: "NONE", projects: [] },
     cluster: { id: "c1", name: "local", displayName: "Local", gpuModels: ["H100 80GB"] },

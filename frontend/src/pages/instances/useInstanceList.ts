@@ -5,8 +5,8 @@ import { graphql } from "../../gql";
 import type { DeploymentStatus, InstancesListQuery } from "../../gql/graphql";
 
 export const InstancesListDocument = graphql(`
-  query InstancesList($project: String!, $search: String, $status: [DeploymentStatus!], $first: Int, $after: String) {
-    computeInstances(project: $project, search: $search, status: $status, first: $first, after: $after) {
+  query InstancesList($project: String!, $search: String, $status: [DeploymentStatus!], $mine: Boolean, $first: Int, $after: String) {
+    computeInstances(project: $project, search: $search, status: $status, mine: $mine, first: $first, after: $after) {
       totalCount
       pageInfo {
         hasNextPage
@@ -30,6 +30,9 @@ export const InstancesListDocument = graphql(`
           }
           profile {
             id
+          }
+          owner {
+            username
           }
           sharing {
             mode
@@ -87,9 +90,9 @@ const initial = (key: string): ListState => ({ key, loaded: false, rows: [], tot
  * A project's compute instances, newest first, with "Load more" (cursor pages of PAGE_SIZE).
  * `refresh` asks the first page again; `patch` and `drop` change rows after a mutation.
  */
-export function useInstanceList(project: string, search: string, status: DeploymentStatus | null) {
-  const key = JSON.stringify([project, search, status]);
-  const filters = { project, search: search || null, status: status ? [status] : null, first: PAGE_SIZE };
+export function useInstanceList(project: string, search: string, status: DeploymentStatus | null, mine = false) {
+  const key = JSON.stringify([project, search, status, mine]);
+  const filters = { project, search: search || null, status: status ? [status] : null, mine: mine || null, first: PAGE_SIZE };
   const [firstPage, reexecute] = useQuery({ query: InstancesListDocument, variables: filters, requestPolicy: "cache-and-network" });
   const [more, setMore] = useState<{ key: string; after: Edge } | null>(null);
   const loadingMore = more !== null && more.key === key;

@@ -7,13 +7,16 @@ import { fakeClient, renderPage } from "../../test/render";
 import { meAnswer } from "../instance-templates/testing";
 import { LaunchServicePage } from "./LaunchServicePage";
 
-function instance(id: string, name: string, status: string, services: unknown[] = []) {
+/** A compute instance of the caller's (`owner`: someone else's, whose actions the API refuses). */
+function instance(id: string, name: string, status: string, services: unknown[] = [], owner = "me") {
   return {
     id,
     name,
     displayName: name,
     status,
     project: { name: "ml" },
+    owner: { username: owner },
+    actions: ["UPDATE", "DEPLOY", "DESTROY", "DELETE", "SHARE"].map((action) => ({ name: action, allowed: owner === "me" })),
     resources: { gpuCount: 2, gpuVendor: "NVIDIA", gpuModel: "A100" },
     services,
   };
@@ -95,6 +98,31 @@ describe("launch service form", () => {
     expect(screen.getByText(/2 of this project's 3 are not selectable/)).toBeInTheDocument();
     fireEvent.click(screen.getByRole("combobox", { name: /^Compute instance/ }));
     const option = await screen.findByRole("option", { name: /new-box \(Not Deployed: not deployed yet/, hidden: true });
+    expect(option).toHaveAttribute("data-combobox-disabled", "true");
+  });
+
+  it("offers only compute instances the caller may run services in", async () => {
+    render(
+      {
+        ServicesComputeInstances: {
+          data: {
+            computeInstances: {
+              totalCount: 2,
+              edges: [{ node: instance("c1", "box", "SUCCESS") }, { node: instance("c4", "olivias-box", "SUCCESS", [], "olivia") }],
+            },
+          },
+        },
+      },
+      "/p/ml/services/new",
+    );
+    await screen.findByRole("heading", { name: "Launch service" });
+    // the only one of the caller's is chosen; another member's cannot be, and says why
+    expect(screen.getByRole("combobox", { name: /^Compute instance/ })).toHaveValue("box");
+    fireEvent.click(screen.getByRole("combobox", { name: /^Compute instance/ }));
+    const option = await screen.findByRole("option", {
+      name: "olivias-box (olivia's: only its owner or a project admin may run services in it)",
+      hidden: true,
+    });
     expect(option).toHaveAttribute("data-combobox-disabled", "true");
   });
 

@@ -7,7 +7,7 @@ import type { Dispatch } from "react";
 import { statusLabel } from "../../components/StatusBadge";
 import { Section } from "../../components/Section";
 import { CommandEditor, EnvEditor, PortsEditor, VendorBadge } from "../instance-templates/spec";
-import { gpuUse, overrides, templateSpec, vendorMismatch, whyNotSelectable, type Instance, type LaunchAction, type LaunchState, type Template } from "./launchModel";
+import { gpuUse, notYours, overrides, templateSpec, vendorMismatch, whyNotSelectable, type Instance, type LaunchAction, type LaunchState, type Template } from "./launchModel";
 
 interface SectionProps {
   state: LaunchState;
@@ -21,8 +21,8 @@ function instanceLabel(instance: Instance): string {
 /** The compute instance the service runs in (only deployed ones can be chosen), and its GPUs. */
 export function WhereSection({ state, dispatch, instances }: SectionProps & { instances: readonly Instance[] }) {
   const instance = instances.find((i) => i.id === state.computeInstance);
-  const why = instance ? whyNotSelectable(instance) : null;
-  const notSelectable = instances.filter((i) => whyNotSelectable(i) !== null);
+  const why = instance ? (notYours(instance) ?? whyNotSelectable(instance)) : null;
+  const notSelectable = instances.filter((i) => notYours(i) !== null || whyNotSelectable(i) !== null);
   const use = instance ? gpuUse(instance) : null;
   return (
     <Section title="Where">
@@ -38,17 +38,22 @@ export function WhereSection({ state, dispatch, instances }: SectionProps & { in
         error={state.errors.computeInstance ?? (instance && why ? `"${instanceLabel(instance)}" cannot run services: ${why}.` : undefined)}
         description={
           notSelectable.length
-            ? `Only deployed (Success) compute instances can run services: ${notSelectable.length} of this project's ${instances.length} ${
+            ? `Services run in a deployed (Success) compute instance of yours (a project admin's: any): ${notSelectable.length} of this project's ${instances.length} ${
                 notSelectable.length === 1 ? "is" : "are"
               } not selectable.`
             : "Services run inside a deployed compute instance of this project."
         }
         data={instances.map((i) => {
+          const owned = notYours(i);
           const reason = whyNotSelectable(i);
           return {
             value: i.id,
-            label: reason ? `${instanceLabel(i)} (${statusLabel(i.status)}: ${reason})` : instanceLabel(i),
-            disabled: reason !== null,
+            label: owned
+              ? `${instanceLabel(i)} (${owned})`
+              : reason
+                ? `${instanceLabel(i)} (${statusLabel(i.status)}: ${reason})`
+                : instanceLabel(i),
+            disabled: owned !== null || reason !== null,
           };
         })}
       />

@@ -40,6 +40,7 @@ const SERVICE = {
   ports: [{ name: "jupyter", port: 8888, protocol: "TCP", accessParams: [{ key: "token", value: "{{generated_token}}" }] }],
   env: [{ key: "HF_HOME", value: "/workspace/.cache/huggingface" }],
   project: { name: "ml" },
+  owner: { username: "alice" },
 };
 
 describe("service page", () => {
@@ -85,5 +86,38 @@ describe("service page", () => {
     expect(within(header).getByText("Running")).toBeInTheDocument();
     expect(screen.getByRole("button", { name: "Stop My lab" })).not.toHaveAttribute("aria-disabled");
     expect(screen.getByRole("button", { name: "Start My lab" })).toHaveAttribute("aria-disabled", "true");
+    expect(screen.getByText(/\(you\)/).closest("[data-owner]")).toHaveAttribute("data-owner", "alice");
+  });
+
+  it("says whose it is, and that its owner gets the link's token", async () => {
+    // as the API answers a member who does not own it
+    const others = (verb: string) => `Only the owner or a project admin may ${verb} service instance "lab".`;
+    const { client } = fakeClient({
+      Me: meAnswer(false, "MEMBER"),
+      ServiceDetail: {
+        data: {
+          serviceInstance: {
+            ...SERVICE,
+            status: "RUNNING",
+            statusMessage: null,
+            owner: { username: "bob" },
+            connect: [{ port: "jupyter", url: "http://127.0.0.1:31888/" }],
+            actions: ["START", "STOP", "RESTART", "DELETE"].map((name) => ({ name, allowed: false, reason: others(name.toLowerCase()) })),
+          },
+        },
+      },
+    });
+    renderPage(
+      <AuthProvider>
+        <ServiceDetailPage />
+      </AuthProvider>,
+      { client, path: "/p/ml/services/s1", pattern: "/p/:project/services/:id" },
+    );
+    expect(await screen.findByRole("heading", { name: "My lab" })).toBeInTheDocument();
+    expect(screen.getByText("bob")).toHaveAttribute("data-owner", "bob");
+    expect(screen.getByText(/Its owner and the project's admins get these links with their access parameters/)).toBeInTheDocument();
+    for (const name of ["Stop My lab", "Restart My lab", "Delete My lab"]) {
+      expect(screen.getByRole("button", { name })).toHaveAttribute("aria-disabled", "true");
+    }
   });
 });

@@ -15,8 +15,10 @@ import { useCallback, useEffect, type ReactNode } from "react";
 import { Link, useNavigate, useParams } from "react-router-dom";
 import { useQuery } from "urql";
 
+import { useAuth } from "../../app/auth";
 import { useProject } from "../../app/project";
 import { describeError } from "../../components/errors";
+import { OwnerText } from "../../components/Owner";
 import { Section } from "../../components/Section";
 import { StatusBadge } from "../../components/StatusBadge";
 import { ErrorState, Loading } from "../../components/states";
@@ -40,6 +42,7 @@ function Field({ label, children }: { label: string; children: ReactNode }) {
 
 function ServiceView({ service, reload }: { service: Service; reload: () => void }) {
   const { project } = useProject();
+  const { me } = useAuth();
   const navigate = useNavigate();
   const live = useLiveService(service.id, service);
   const instance = service.computeInstance;
@@ -100,6 +103,11 @@ function ServiceView({ service, reload }: { service: Service; reload: () => void
                 : "The links appear once the service is running."
           }
         />
+        {service.owner?.username !== me?.username && live.connect.length > 0 && (
+          <Text size="xs" c="dimmed" mt="xs">
+            Its owner and the project&apos;s admins get these links with their access parameters (such as a token).
+          </Text>
+        )}
       </Section>
       <SimpleGrid cols={{ base: 1, md: 2 }}>
         <Section title="Overview">
@@ -114,6 +122,9 @@ function ServiceView({ service, reload }: { service: Service; reload: () => void
                   The template was deleted; this service keeps its copy.
                 </Text>
               )}
+            </Field>
+            <Field label="Owner">
+              <OwnerText owner={service.owner} />
             </Field>
             <Field label="Compute instance">
               <Anchor component={Link} to={`/p/${project}/instances/${instance.id}`} size="sm">

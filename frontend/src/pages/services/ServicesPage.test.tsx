@@ -49,6 +49,7 @@ function service(name: string, status: string, extra: Record<string, unknown> = 
     actions: actions(),
     template: { id: "t1", displayName: "JupyterLab (PyTorch, NVIDIA)", vendor: "NVIDIA" },
     computeInstance: { id: "c1", name: "box", displayName: "Box", resources: { gpuVendor: "NVIDIA" } },
+    owner: { username: "alice" },
     ...extra,
   };
 }
@@ -95,6 +96,8 @@ const INSTANCES = {
             displayName: "Box",
             status: "SUCCESS",
             project: { name: "ml" },
+            owner: { username: "alice" },
+            actions: [{ name: "UPDATE", allowed: true }],
             resources: { gpuCount: 4, gpuVendor: "NVIDIA", gpuModel: "A100" },
             services: [],
           },
@@ -248,5 +251,24 @@ describe("services table", () => {
       "href",
       "/p/ml/services/new?computeInstance=c1",
     );
+  });
+
+  it("shows owners, keeps another member's token out of reach, and lists the caller's own with Mine", async () => {
+    const OTHERS = (verb: string) => `Only the owner or a project admin may ${verb} service instance "bobs".`;
+    const bobs = service("bobs", "RUNNING", {
+      owner: { username: "bob" },
+      // as the API answers another member: the link without its token, no action allowed
+      connect: [{ port: "jupyter", url: "http://gpu.example.com:30999/" }],
+      actions: actions({ START: OTHERS("start"), STOP: OTHERS("stop"), RESTART: OTHERS("restart"), DELETE: OTHERS("delete") }),
+    });
+    const { calls } = render({ ServicesList: (variables) => list(variables.mine ? [SERVICES[0]] : [SERVICES[0], bobs]) });
+    const row = await screen.findByTestId("service-bobs");
+    expect(within(row).getByText("bob")).toBeInTheDocument();
+    expect(within(screen.getByTestId("service-lab")).getByText(/\(you\)/)).toBeInTheDocument();
+    expect(within(row).getByRole("link", { name: /jupyter/ })).toHaveAttribute("href", "http://gpu.example.com:30999/");
+    expect(disabled("Stop bobs")).toBe(true);
+    fireEvent.click(screen.getByRole("radio", { name: "Mine" }));
+    await waitFor(() => expect(screen.queryByTestId("service-bobs")).toBeNull());
+    expect(calls.filter((c) => c.name === "ServicesList").map((c) => c.variables.mine)).toEqual([null, true]);
   });
 });

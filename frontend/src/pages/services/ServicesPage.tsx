@@ -6,6 +6,7 @@ import { useQuery } from "urql";
 
 import { useProject } from "../../app/project";
 import { describeError } from "../../components/errors";
+import { MineAllControl, OwnerText, useMineFilter } from "../../components/Owner";
 import { StatusBadge } from "../../components/StatusBadge";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
 import type { ServiceRowFieldsFragment, ServiceStatus } from "../../gql/graphql";
@@ -53,6 +54,9 @@ function ServiceRow({
         )}
       </Table.Td>
       <Table.Td>
+        <OwnerText owner={service.owner} />
+      </Table.Td>
+      <Table.Td>
         <Anchor component={Link} to={`/p/${project}/instances/${instance.id}`} size="sm">
           {instance.displayName || instance.name}
         </Anchor>
@@ -86,10 +90,11 @@ export function ServicesPage() {
   const [params, setParams] = useSearchParams();
   const computeInstance = params.get("computeInstance");
   const [cursors, setCursors] = useState<(string | null)[]>([null]);
+  const [mine, setMine] = useMineFilter(() => setCursors([null]));
   const after = cursors[cursors.length - 1];
   const [{ data, error }, refetch] = useQuery({
     query: ServicesListDocument,
-    variables: { project, computeInstance, first: PAGE_SIZE, after },
+    variables: { project, computeInstance, mine: mine || null, first: PAGE_SIZE, after },
     requestPolicy: "cache-and-network",
   });
   const [instances] = useQuery({ query: ServicesComputeInstancesDocument, variables: { project } });
@@ -142,25 +147,34 @@ export function ServicesPage() {
           Launch service
         </Button>
       </Group>
-      <Select
-        label="Compute instance"
-        placeholder="All compute instances"
-        clearable
-        searchable
-        maw={360}
-        value={computeInstance}
-        onChange={setFilter}
-        data={ownInstances.map((i) => ({ value: i.id, label: i.displayName || i.name }))}
-        error={instances.error ? describeError(instances.error) : undefined}
-        nothingFoundMessage="No compute instance"
-      />
+      <Group align="flex-end" gap="sm" wrap="wrap">
+        <MineAllControl mine={mine} onChange={setMine} what="service instances" />
+        <Select
+          label="Compute instance"
+          placeholder="All compute instances"
+          clearable
+          searchable
+          maw={360}
+          value={computeInstance}
+          onChange={setFilter}
+          data={ownInstances.map((i) => ({ value: i.id, label: i.displayName || i.name }))}
+          error={instances.error ? describeError(instances.error) : undefined}
+          nothingFoundMessage="No compute instance"
+        />
+      </Group>
       {error && !data ? (
         <ErrorState message={describeError(error) ?? "Could not load the service instances."} onRetry={reload} />
       ) : !connection ? (
         <Loading label="Loading service instances" />
       ) : connection.edges.length === 0 && cursors.length === 1 ? (
         <EmptyState
-          title={computeInstance ? "No service instances in this compute instance" : "No service instances yet"}
+          title={
+            computeInstance
+              ? "No service instances in this compute instance"
+              : mine
+                ? "You own no service instance here"
+                : "No service instances yet"
+          }
           action={
             <Button component={Link} to={launchLink} leftSection={<IconRocket size={16} />}>
               Launch service
@@ -173,12 +187,13 @@ export function ServicesPage() {
         </EmptyState>
       ) : (
         <>
-          <Table.ScrollContainer minWidth={960}>
+          <Table.ScrollContainer minWidth={1060}>
             <Table verticalSpacing="sm" highlightOnHover>
               <Table.Thead>
                 <Table.Tr>
                   <Table.Th>Name</Table.Th>
                   <Table.Th>Template</Table.Th>
+                  <Table.Th>Owner</Table.Th>
                   <Table.Th>Compute instance</Table.Th>
                   <Table.Th>GPUs</Table.Th>
                   <Table.Th>Status</Table.Th>

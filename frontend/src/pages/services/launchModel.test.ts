@@ -9,9 +9,11 @@ function instance(id: string, status: string): Instance {
     displayName: id,
     status,
     project: { name: "ml" },
+    owner: { username: "me" },
+    actions: [{ name: "UPDATE", allowed: true }],
     resources: { gpuCount: 2, gpuVendor: "NVIDIA", gpuModel: null },
     services: [],
-  } as Instance;
+  } as unknown as Instance;
 }
 
 const CPU = { id: "t-cpu", name: "ubuntu", vendor: "CPU", command: ["sleep", "infinity"], env: [], ports: [] } as unknown as Template;

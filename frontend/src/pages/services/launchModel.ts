@@ -106,6 +106,17 @@ function withTemplate(state: LaunchState, template: Template): LaunchState {
   };
 }
 
+/** Why the caller may not run services in a compute instance that is not theirs, or null: only its
+ * owner and the project's admins may. The API says who manages it through its actions (UPDATE is
+ * allowed in every status to exactly those). */
+export function notYours(instance: Instance): string | null {
+  const update = instance.actions.find((action) => action.name === "UPDATE");
+  if (!update || update.allowed) return null;
+  return instance.owner
+    ? `${instance.owner.username}'s: only its owner or a project admin may run services in it`
+    : "no owner: only a project admin may run services in it";
+}
+
 /** The form as it opens: the compute instance and template of the address (?computeInstance=,
  * ?template=), or the only compute instance that can run services. */
 export function initialLaunch(
@@ -113,7 +124,7 @@ export function initialLaunch(
   instances: readonly Instance[],
   templates: readonly Template[],
 ): LaunchState {
-  const deployed = instances.filter((i) => i.status === "SUCCESS");
+  const deployed = instances.filter((i) => i.status === "SUCCESS" && notYours(i) === null);
   const state: LaunchState = {
     computeInstance: wanted.computeInstance ?? (deployed.length === 1 ? deployed[0].id : null),
     templateId: null,

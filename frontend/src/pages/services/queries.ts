@@ -11,6 +11,9 @@ export const ServiceRowFieldsFragment = graphql(`
     statusMessage
     createdAt
     updatedAt
+    owner {
+      username
+    }
     connect {
       port
       url
@@ -37,8 +40,8 @@ export const ServiceRowFieldsFragment = graphql(`
 `);
 
 export const ServicesListDocument = graphql(`
-  query ServicesList($project: String!, $computeInstance: ID, $first: Int, $after: String) {
-    serviceInstances(project: $project, computeInstance: $computeInstance, first: $first, after: $after) {
+  query ServicesList($project: String!, $computeInstance: ID, $mine: Boolean, $first: Int, $after: String) {
+    serviceInstances(project: $project, computeInstance: $computeInstance, mine: $mine, first: $first, after: $after) {
       totalCount
       pageInfo {
         hasNextPage
@@ -66,6 +69,13 @@ export const ServicesComputeInstancesDocument = graphql(`
           status
           project {
             name
+          }
+          owner {
+            username
+          }
+          actions {
+            name
+            allowed
           }
           resources {
             gpuCount
