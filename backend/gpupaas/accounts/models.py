@@ -16,6 +16,8 @@ class User(Model):
     password_hash = fields.CharField(max_length=255)
     is_platform_admin = fields.BooleanField(default=False)
     created_at = fields.DatetimeField(auto_now_add=True)
+    # Set by a platform admin: the user's sessions and tokens sign nobody in while it is set.
+    disabled_at = fields.DatetimeField(null=True)
 
     memberships: fields.ReverseRelation[Membership]
 
