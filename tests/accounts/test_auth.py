@@ -195,3 +195,63 @@ async def test_mutations_over_get_are_refused(db: object, gql: GraphQLClient) ->
     assert response.status_code in (400, 405)
     ok = await gql.http.get("/graphql", params={"query": "{ me { username } }"})
     assert ok.status_code == 200 and ok.json() == {"data": {"me": None}}
+
+
+DISABLE = """
+mutation($u: String!, $d: Boolean!) {
+  setUserDisabled(input: {username: $u, disabled: $d}) { user { username disabled } userErrors { field message code } }
+}"""
+
+
+async def test_a_disabled_user_cannot_sign_in_and_their_credentials_sign_nobody_in(
+    db: object, gql: GraphQLClient
+) -> None:
+    alice = await make_user("alice")
+    root = await make_user("root", platform_admin=True)
+    session = (await gql.post(LOGIN, {"u": "alice", "p": "correct horse battery"})).cookies["gpupaas_session"]
+    gql.http.cookies.clear()
+
+    answer = await gql.data(DISABLE, {"u": "alice", "d": True}, token=root.token)
+    assert answer["setUserDisabled"] == {"user": {"username": "alice", "disabled": True}, "userErrors": []}
+    # her token and her open session sign nobody in; the token is not marked used
+    assert (await gql.data(ME, token=alice.token))["me"] is None
+    gql.http.cookies.set("gpupaas_session", session)
+    assert (await gql.data(ME))["me"] is None
+    gql.http.cookies.clear()
+    # signing in is refused with the reason, told only to whoever knows the password
+    refused = (await gql.data(LOGIN, {"u": "alice", "p": "correct horse battery"}))["login"]
+    assert refused["userErrors"] == [
+        {
+            "field": None,
+            "message": "This account is disabled: ask a platform admin to enable it.",
+            "code": "FORBIDDEN",
+        }
+    ]
+    wrong = (await gql.data(LOGIN, {"u": "alice", "p": "nope nope nope"}))["login"]
+    assert wrong["userErrors"][0]["message"] == "Wrong username or password."
+    # enabled again, the same token and session work
+    await gql.data(DISABLE, {"u": "alice", "d": False}, token=root.token)
+    assert (await gql.data(ME, token=alice.token))["me"]["username"] == "alice"
+    gql.http.cookies.set("gpupaas_session", session)
+    assert (await gql.data(ME))["me"]["username"] == "alice"
+
+
+async def test_only_platform_admins_disable_users_and_nobody_disables_themselves(
+    db: object, gql: GraphQLClient
+) -> None:
+    await make_user("alice")
+    bob = await make_user("bob")
+    await make_project("ml", bob=Role.ADMIN)
+    root = await make_user("root", platform_admin=True)
+    forbidden = await gql(DISABLE, {"u": "alice", "d": True}, token=bob.token)
+    assert forbidden["errors"][0]["extensions"]["code"] == "FORBIDDEN"
+    mine = (await gql.data(DISABLE, {"u": "root", "d": True}, token=root.token))["setUserDisabled"]
+    assert mine == {
+        "user": None,
+        "userErrors": [
+            {"field": ["input", "username"], "message": "you cannot disable yourself", "code": "INVALID"}
+        ],
+    }
+    unknown = (await gql.data(DISABLE, {"u": "nobody", "d": True}, token=root.token))["setUserDisabled"]
+    assert unknown["userErrors"][0]["code"] == "NOT_FOUND"
+    assert (await User.get(username="alice")).disabled_at is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from html.parser import HTMLParser
 
 import pytest
@@ -425,6 +426,7 @@ class _User:
     id: uuid.UUID
     username: str
     is_platform_admin: bool = False
+    disabled_at: datetime | None = None
 
 
 def test_the_preview_is_for_users_and_says_why_a_readme_cannot_be_stored() -> None:

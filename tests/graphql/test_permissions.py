@@ -147,6 +147,9 @@ CASES: dict[str, list[Case]] = {
     "Mutation.setProjectMember": [
         Case(lambda w: {"input": {"project": "ml", "username": "dave", "role": "MEMBER"}}, WRITE)
     ],
+    "Mutation.setUserDisabled": [  # enabling a user who is enabled: the rights, without a side effect
+        Case(lambda w: {"input": {"username": "dave", "disabled": False}}, PLATFORM)
+    ],
     "Mutation.removeProjectMember": [
         Case(lambda w: {"input": {"project": "ml", "username": w.take("leaving_members")}}, WRITE)
     ],

@@ -23,6 +23,7 @@ class _User:
     id: uuid.UUID
     username: str = "alice"
     is_platform_admin: bool = False
+    disabled_at: datetime | None = None
 
 
 def _socket(sent: list[Message]) -> WebSocket:

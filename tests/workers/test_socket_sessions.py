@@ -43,7 +43,7 @@ async def _closed_code(session: ws.Session, timeout: float = 15.0) -> int | None
         return closed.rcvd.code if closed.rcvd else None
 
 
-async def _watching(server: str, username: str, role: Role = Role.MEMBER) -> tuple[str, str]:
+async def _watching(username: str, role: Role = Role.MEMBER) -> tuple[str, str]:
     """A user of project ml with an instance to watch: (token, instance id)."""
     user = await make_user(username)
     project = await make_project("ml", **{username: role})
@@ -52,7 +52,7 @@ async def _watching(server: str, username: str, role: Role = Role.MEMBER) -> tup
 
 
 async def test_revoking_the_token_closes_its_socket_at_once(db: object, server: str) -> None:
-    token, iid = await _watching(server, "alice")
+    token, iid = await _watching("alice")
     async with ws.connect(server, token=token) as session:
         await session.subscribe(STATUS, {"id": iid})
         assert (await session.next_data())["computeInstanceStatus"]["status"] == "NOT_DEPLOYED"
@@ -70,7 +70,7 @@ async def test_revoking_the_token_closes_its_socket_at_once(db: object, server: 
 
 
 async def test_logging_out_closes_the_cookie_socket(db: object, server: str) -> None:
-    await _watching(server, "alice")
+    await _watching("alice")
     async with httpx.AsyncClient(base_url=server) as http:
         login = await http.post(
             "/graphql",
@@ -85,7 +85,7 @@ async def test_logging_out_closes_the_cookie_socket(db: object, server: str) -> 
 
 
 async def test_a_lost_role_or_a_removed_member_closes_the_socket(db: object, server: str) -> None:
-    await _watching(server, "alice", Role.ADMIN)
+    await _watching("alice", Role.ADMIN)
     bob = await make_user("bob")
     await accounts.set_member(None, "ml", "bob", Role.ADMIN)
     async with ws.connect(server, token=bob.token) as session:
@@ -97,8 +97,46 @@ async def test_a_lost_role_or_a_removed_member_closes_the_socket(db: object, ser
         assert await _closed_code(session, timeout=0.9) == 4403
 
 
+async def test_disabling_a_user_closes_their_sockets_and_enabling_them_signs_them_in_again(
+    db: object, server: str
+) -> None:
+    token, iid = await _watching("alice")
+    root = await make_user("root", platform_admin=True)
+    disable = 'mutation($d: Boolean!) { setUserDisabled(input: {username: "alice", disabled: $d}) { user { disabled } } }'
+    async with httpx.AsyncClient(base_url=server) as http:
+
+        async def as_root(disabled: bool) -> None:
+            answer = await http.post(
+                "/graphql",
+                json={"query": disable, "variables": {"d": disabled}},
+                headers={"authorization": f"Bearer {root.token}"},
+            )
+            assert answer.json()["data"]["setUserDisabled"]["user"] == {"disabled": disabled}
+
+        async with ws.connect(server, token=token) as session:
+            await session.subscribe(STATUS, {"id": iid})
+            assert (await session.next_data())["computeInstanceStatus"]["status"] == "NOT_DEPLOYED"
+            await as_root(True)
+            assert await _closed_code(session, timeout=0.9) == 4403
+        # the token signs nobody in while alice is disabled, over HTTP and on a new socket
+        me = await http.post(
+            "/graphql", json={"query": "{ me { username } }"}, headers={"authorization": f"Bearer {token}"}
+        )
+        assert me.json()["data"]["me"] is None
+        with pytest.raises(websockets.ConnectionClosed) as refused:
+            async with ws.connect(server, token=token):
+                pass
+        assert refused.value.rcvd is not None and refused.value.rcvd.code == 4403
+        # and works again once she is enabled
+        await as_root(False)
+        me = await http.post(
+            "/graphql", json={"query": "{ me { username } }"}, headers={"authorization": f"Bearer {token}"}
+        )
+        assert me.json()["data"]["me"] == {"username": "alice"}
+
+
 async def test_a_gained_role_keeps_the_socket_open(db: object, server: str) -> None:
-    _, iid = await _watching(server, "alice")
+    _, iid = await _watching("alice")
     bob = await make_user("bob")
     await accounts.set_member(None, "ml", "bob", Role.MEMBER)
     async with ws.connect(server, token=bob.token) as session:
@@ -114,7 +152,7 @@ async def test_a_gained_role_keeps_the_socket_open(db: object, server: str) -> N
 
 
 async def test_an_expiring_session_closes_its_socket_when_it_ends(db: object, server: str) -> None:
-    await _watching(server, "alice")
+    await _watching("alice")
     async with httpx.AsyncClient(base_url=server) as http:
         login = await http.post(
             "/graphql",
@@ -131,7 +169,7 @@ async def test_an_expiring_session_closes_its_socket_when_it_ends(db: object, se
 async def test_a_token_deleted_behind_the_apis_back_is_caught_by_the_periodic_check(
     db: object, server: str
 ) -> None:
-    token, _ = await _watching(server, "alice")
+    token, _ = await _watching("alice")
     async with ws.connect(server, token=token) as session:
         await ApiToken.all().delete()  # no event: only the check every ws_recheck_seconds sees it
         assert await _closed_code(session, timeout=15) == 4403

@@ -61,6 +61,9 @@ class UserType:
     id: strawberry.ID
     username: str
     is_platform_admin: bool
+    disabled: bool = strawberry.field(
+        description="A disabled user's sessions and API tokens sign nobody in (setUserDisabled)."
+    )
     _model: strawberry.Private[Principal]
 
     @strawberry.field
@@ -73,6 +76,7 @@ class UserType:
             id=strawberry.ID(str(user.id)),
             username=user.username,
             is_platform_admin=user.is_platform_admin,
+            disabled=user.disabled_at is not None,
             _model=user,
         )
 
@@ -120,6 +124,12 @@ class SetProjectMemberInput:
 class RemoveProjectMemberInput:
     project: str
     username: str
+
+
+@strawberry.input
+class SetUserDisabledInput:
+    username: str
+    disabled: bool
 
 
 @strawberry.input
@@ -260,3 +270,13 @@ class AccountsMutation:
     )
     async def remove_project_member(self, info: Info, input: RemoveProjectMemberInput) -> DeletePayload:
         return await delete_payload(service.remove_member(info.context.actor, input.project, input.username))
+
+    @strawberry.mutation(
+        description="Platform admins disable a user (sign-in refused, sessions and API tokens sign "
+        "nobody in, open websockets closed with 4403) or enable them again."
+    )
+    async def set_user_disabled(self, info: Info, input: SetUserDisabledInput) -> UserPayload:
+        user, errors = await attempt(
+            service.set_user_disabled(info.context.actor, input.username, input.disabled)
+        )
+        return UserPayload(user=UserType.of(user) if user else None, user_errors=errors)

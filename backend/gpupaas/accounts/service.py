@@ -65,7 +65,8 @@ _CALLER = (
 
 
 def _caller_of(rows: Sequence[Sequence[Any]], start: int) -> Actor:
-    """The actor from the rows of `_CALLER` values, which begin at `start` in each row."""
+    """The actor from the rows of `_CALLER` values, which begin at `start` in each row; a disabled
+    user's credentials sign nobody in (they are kept, for when the user is enabled again)."""
     first = rows[0]
     values = first[start : start + len(_USER_COLUMNS)]
     # As the ORM builds a row it fetched (the values are already converted: converting again
@@ -73,6 +74,8 @@ def _caller_of(rows: Sequence[Sequence[Any]], start: int) -> Actor:
     user = User._init_from_db(
         **{column: value for (_, column), value in zip(_USER_COLUMNS, values, strict=True)}
     )
+    if user.disabled_at is not None:
+        return ANONYMOUS
     roles = {row[-2]: Role(row[-1]) for row in rows if row[-2] is not None}
     return Actor(user=user, roles=roles)
 
@@ -111,6 +114,10 @@ async def login(username: str, password: str, ttl: timedelta) -> tuple[User, str
     user = await authenticate(username, password)
     if user is None:
         raise UserErrors.one(None, "Wrong username or password.", ErrorCode.INVALID)
+    if user.disabled_at is not None:  # told only to whoever knows the password
+        raise UserErrors.one(
+            None, "This account is disabled: ask a platform admin to enable it.", ErrorCode.FORBIDDEN
+        )
     secret = secrets.token_urlsafe(32)
     moment = now()
     await Session.filter(user_id=user.id, expires_at__lte=moment).delete()  # sessions that ended unused
@@ -180,9 +187,10 @@ async def actor_for_token(secret: str) -> Actor:
     moment = now()
     if expires_at is not None and expires_at <= moment:
         return ANONYMOUS
-    if last_used_at is None or moment - last_used_at >= _LAST_USED_GRANULARITY:
+    caller = _caller_of(rows, 3)
+    if caller is not ANONYMOUS and (last_used_at is None or moment - last_used_at >= _LAST_USED_GRANULARITY):
         await ApiToken.filter(id=token_id).update(last_used_at=moment)
-    return _caller_of(rows, 3)
+    return caller
 
 
 async def create_api_token(actor: Actor, name: str, expires_at: datetime | None) -> tuple[ApiToken, str]:
@@ -256,6 +264,25 @@ async def create_user(actor: Actor | None, username: str, password: str, is_plat
         raise UserErrors.one(
             ("input", "username"), f'username "{username}" is taken', ErrorCode.TAKEN
         ) from None
+
+
+async def set_user_disabled(actor: Actor | None, username: str, disabled: bool) -> User:
+    """Platform admins disable a user (their sessions and API tokens sign nobody in, their open
+    websockets close at once, they cannot sign in) or enable them again; `actor=None` is the
+    trusted CLI. Nobody disables themselves (a platform admin could lock everybody out)."""
+    if actor is not None:
+        actor.require_platform_admin()
+    user = await User.get_or_none(username=username) if _USERNAME.match(username) else None
+    if user is None:
+        raise UserErrors.one(("input", "username"), f'user "{username[:64]}" not found', ErrorCode.NOT_FOUND)
+    if disabled and actor is not None and actor.user is not None and actor.user.id == user.id:
+        raise UserErrors.one(("input", "username"), "you cannot disable yourself", ErrorCode.INVALID)
+    if (user.disabled_at is not None) == disabled:
+        return user
+    user.disabled_at = now() if disabled else None
+    await user.save(update_fields=["disabled_at"])
+    await credentials_changed(user.id)
+    return user
 
 
 async def create_project(actor: Actor | None, name: str, display_name: str | None) -> Project:

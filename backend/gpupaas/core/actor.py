@@ -1,7 +1,8 @@
 """Who is calling: the signed-in user (or nobody) and their role in each project, loaded once per
 request. Every domain decides who may do what through `Actor`, never the GraphQL layer.
 
-The user is anything with an id, a username and the platform admin flag (`Principal`): the
+The user is anything with an id, a username, the platform admin flag and when it was disabled
+(`Principal`): the
 accounts domain builds actors from its `User` rows; the layers below it need no more.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import Enum
 from typing import Protocol
 
@@ -31,6 +33,9 @@ class Principal(Protocol):
 
     @property
     def is_platform_admin(self) -> bool: ...
+
+    @property
+    def disabled_at(self) -> datetime | None: ...
 
 
 class Owner(Protocol):
