@@ -20,7 +20,7 @@ from gpupaas.accounts import service as accounts
 from gpupaas.accounts.models import User
 from gpupaas.catalog.models import ComputeProfile, EnvironmentTemplateVersion
 from gpupaas.catalog.service.profile_settings import InputSettingIn
-from gpupaas.catalog.service.templates import InputDefinitionIn
+from gpupaas.catalog.service.templates import InputDefinitionIn, OutputDefinitionIn
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.core.actor import Role
 from gpupaas.core.crypto import Sealer, is_sealed
@@ -166,3 +166,39 @@ async def test_a_database_without_sensitive_values_needs_no_key(db: Database) ->
     await make_instance(project, await make_profile(project))
     with migrating_with(None):
         await run_migration()
+
+
+outputs_migration = importlib.import_module("gpupaas.migrations.0020_seal_sensitive_outputs")
+
+
+async def test_sensitive_outputs_kept_in_plain_text_are_sealed(db: Database, gql: GraphQLClient) -> None:
+    # given an instance whose outputs an older release kept as rendered, one echoing a password
+    await make_user("boss")
+    project = await make_project("ml", boss=Role.ADMIN)
+    inputs = [*NAMESPACE_INPUTS, InputDefinitionIn(name="password", type="STRING", sensitive=True)]
+    outputs = [
+        OutputDefinitionIn(name="login", value="admin:{{ inputs.password }}"),
+        OutputDefinitionIn(name="where", value="{{ instance.namespace }}"),
+    ]
+    version = await make_version(await make_template(project), inputs=inputs, outputs=outputs)
+    instance = await make_instance(
+        project, await make_profile(project, version), inputs=[("password", "0ut-pw")]
+    )
+    await ComputeInstance.filter(id=instance.id).update(outputs={"login": "admin:0ut-pw", "where": "ml-nb"})
+
+    # without the key it refuses, saying why
+    with migrating_with(None), pytest.raises(RuntimeError, match="0020 seals sensitive outputs"):
+        await outputs_migration.seal_sensitive_outputs(
+            None, SimpleNamespace(client=Tortoise.get_connection("default"))
+        )
+    # with it, the sensitive output is sealed, the other left alone
+    with migrating_with(SECRET_KEY):
+        await outputs_migration.seal_sensitive_outputs(
+            None, SimpleNamespace(client=Tortoise.get_connection("default"))
+        )
+    kept = (await ComputeInstance.get(id=instance.id)).outputs
+    assert kept["where"] == "ml-nb" and is_sealed(kept["login"]) and UNSEAL(kept["login"]) == "admin:0ut-pw"
+    # and a project admin reads it as before
+    query = "query($id: ID!) { computeInstance(id: $id) { outputs { key value } } }"
+    shown = (await gql.data(query, {"id": str(instance.id)}, token=await token_of("boss")))["computeInstance"]
+    assert {o["key"]: o["value"] for o in shown["outputs"]}["login"] == "admin:0ut-pw"

@@ -151,6 +151,11 @@ async def test_no_sensitive_value_is_stored_or_logged_in_plain_text(
                 "version": "1.0.0",
                 "resources": TEMPLATE_YAML,
                 "inputs": inputs,
+                # outputs that echo them: kept sealed too, shown to the owner
+                "outputs": [
+                    {"name": "dsn", "value": "postgres://app:{{ inputs.dbPassword }}@db"},
+                    {"name": "key", "value": "{{ inputs.userToken }}"},
+                ],
                 "state": "ACTIVE",
             }
         },
@@ -198,6 +203,9 @@ async def test_no_sensitive_value_is_stored_or_logged_in_plain_text(
     instance_id = launched["computeInstance"]["id"]
     deployed = await wait_status(instance_id, DeploymentStatus.SUCCESS, DeploymentStatus.FAILED)
     assert deployed.status == DeploymentStatus.SUCCESS, deployed.status_message
+    outputs = "query($id: ID!) { computeInstance(id: $id) { outputs { key value } } }"
+    shown = (await gql.data(outputs, {"id": instance_id}, token=alice.token))["computeInstance"]["outputs"]
+    assert {o["key"]: o["value"] for o in shown} == {"dsn": f"postgres://app:{DEFAULT}@db", "key": OWN_VALUE}
     # and runs a JupyterLab in it, whose token gpupaas generates
     jupyter = await InstanceTemplate.get(name="jupyterlab-pytorch")
     service = await _data(

@@ -85,9 +85,11 @@ def masked_inputs(instance: ComputeInstance) -> list[tuple[str, str]]:
     return [(name, SENSITIVE_MASK if name in sensitive else value) for name, value in values.items()]
 
 
-def visible_outputs(instance: ComputeInstance, *, reveal_sensitive: bool) -> list[tuple[str, str]]:
-    """The outputs the profile shows, by their display names; a sensitive one's value masked unless
-    `reveal_sensitive` (for the instance's owner and project admins)."""
+def visible_outputs(
+    instance: ComputeInstance, *, reveal_sensitive: bool, sealer: Sealer
+) -> list[tuple[str, str]]:
+    """The outputs the profile shows, by their display names; a sensitive one's value (kept sealed)
+    masked unless `reveal_sensitive` (for the instance's owner and project admins), then unsealed."""
     snapshot = instance.profile_snapshot
     settings = {s["name"]: s for s in snapshot.output_settings}
     secret = set() if reveal_sensitive else sensitive_outputs(instance)
@@ -97,7 +99,7 @@ def visible_outputs(instance: ComputeInstance, *, reveal_sensitive: bool) -> lis
         setting = settings.get(name, {})
         if not setting.get("visible", True) or name not in instance.outputs:
             continue
-        value = SENSITIVE_MASK if name in secret else instance.outputs[name]
+        value = SENSITIVE_MASK if name in secret else sealer.unseal(instance.outputs[name])
         shown.append((setting.get("displayName") or name, value))
     return shown
 
@@ -114,6 +116,13 @@ def sensitive_outputs(instance: ComputeInstance) -> frozenset[str]:
             if expression in secret_variables or expression.startswith("objects.Secret."):
                 found.add(output["name"])
     return frozenset(found)
+
+
+def sealed_outputs(instance: ComputeInstance, outputs: dict[str, str], sealer: Sealer) -> dict[str, str]:
+    """The outputs of a run as the instance keeps them: the sensitive ones sealed, as its own
+    sensitive inputs are (an output that echoes a password must not hold it in plain text)."""
+    secret = sensitive_outputs(instance)
+    return {name: sealer.seal(value) if name in secret else value for name, value in outputs.items()}
 
 
 def _merged_pairs(base: Sequence[Sequence[str]], own: Sequence[Sequence[str]]) -> dict[str, str]:

@@ -33,6 +33,7 @@ from gpupaas.clusters.graphql import ClusterType, clusters_by_id
 from gpupaas.compute import configuration, owners, service
 from gpupaas.compute.models import ComputeInstance, ComputeInstanceShare
 from gpupaas.compute.states import DeploymentStatus
+from gpupaas.core.crypto import Sealer
 from gpupaas.core.errors import NotAuthenticated, NotFound
 from gpupaas.core.gpus import Vendor
 from gpupaas.core.hooks import Hook
@@ -215,7 +216,8 @@ class ComputeInstanceType:
     )
     def outputs(self, info: Info) -> list[KeyValue]:
         reveal = service.manages(info.context.actor, self._model)
-        return key_values(configuration.visible_outputs(self._model, reveal_sensitive=reveal))
+        sealer = Sealer(info.context.settings.secret_key)
+        return key_values(configuration.visible_outputs(self._model, reveal_sensitive=reveal, sealer=sealer))
 
     @strawberry.field(description="Null once the profile is deleted or no longer visible.")
     async def profile(self, info: Info) -> ComputeProfileType | None:

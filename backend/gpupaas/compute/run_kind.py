@@ -8,9 +8,10 @@ from typing import Any
 
 from gpupaas.accounts.sharing import SharingMode
 from gpupaas.compute import states
-from gpupaas.compute.configuration import plan_for
+from gpupaas.compute.configuration import plan_for, sealed_outputs
 from gpupaas.compute.models import ComputeInstance, ComputeInstanceShare
 from gpupaas.compute.states import DeploymentStatus
+from gpupaas.core.crypto import Sealer
 from gpupaas.provisioning.plan import INSTANCE_LABEL, Plan
 from gpupaas.provisioning.registry import ClusterTarget
 from gpupaas.runs.kinds import Claimed, RunKind, Work
@@ -96,7 +97,10 @@ class ComputeRuns(RunKind[ComputeInstance]):
         def plan(target: ClusterTarget | None) -> Plan:
             return plan_for(instance, claimed.project_name, target, secret_key=secret_key)
 
-        return Work(cluster_id=instance.profile_snapshot.cluster_id, plan=plan)
+        def keep_outputs(outputs: dict[str, str]) -> dict[str, str]:
+            return sealed_outputs(instance, outputs, Sealer(secret_key))
+
+        return Work(cluster_id=instance.profile_snapshot.cluster_id, plan=plan, keep_outputs=keep_outputs)
 
 
 COMPUTE = ComputeRuns()

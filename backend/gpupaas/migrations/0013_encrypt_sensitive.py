@@ -59,8 +59,9 @@ async def _pages(conn: BaseDBAsyncClient, table: str, columns: str) -> AsyncIter
 class _Sealing:
     """Seals a plain value; fails, saying what to do, when no key was given."""
 
-    def __init__(self, secret_key: str | None) -> None:
+    def __init__(self, secret_key: str | None, what: str = "0013 seals sensitive input values") -> None:
         self.sealer = Sealer(secret_key) if secret_key else None
+        self.what = what
         self.sealed = 0
 
     def __call__(self, value: Any) -> Any:
@@ -68,7 +69,7 @@ class _Sealing:
             return value
         if self.sealer is None:
             raise RuntimeError(
-                "migration 0013 seals sensitive input values stored in plain text and needs the app's "
+                f"migration {self.what} stored in plain text and needs the app's "
                 "GPUPAAS_SECRET_KEY: run `gpupaas migrate` (or `gpupaas serve`) with the settings the app uses"
             )
         self.sealed += 1

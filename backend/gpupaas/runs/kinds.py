@@ -70,6 +70,8 @@ class Work:
 
     cluster_id: str | None
     plan: Callable[[ClusterTarget | None], Plan]
+    # What the subject keeps of the outputs an apply gives (the sensitive ones sealed).
+    keep_outputs: Callable[[dict[str, str]], dict[str, str]] = dict
 
 
 class RunKind(ABC, Generic[S]):

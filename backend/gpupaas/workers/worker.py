@@ -44,7 +44,7 @@ from gpupaas.provisioning.drivers.base import Driver
 from gpupaas.provisioning.plan import DriverError, PermanentError, Plan
 from gpupaas.provisioning.registry import DriverRegistry
 from gpupaas.runs import lifecycle as runs
-from gpupaas.runs.kinds import RunKind
+from gpupaas.runs.kinds import RunKind, Work
 from gpupaas.runs.models import DeploymentRun
 from gpupaas.runs.states import RunAction
 from gpupaas.workers.kinds import KINDS
@@ -291,19 +291,25 @@ class Worker:
             )
             return
 
+        works: list[Work] = []
+
         async def make_plan() -> tuple[Driver, Plan]:
             work = await kind.work(claimed, self.drivers.settings.secret_key)
+            works.append(work)
             target = await clusters.target_for(work.cluster_id)
             return self.drivers.driver(target), work.plan(target)
 
         outcome = await self._carry_out(run, make_plan)
+        outputs = outcome.outputs
+        if outputs is not None and works:
+            outputs = works[-1].keep_outputs(outputs)
         await runs.finish(
             kind,
             run.id,
             self.name,
             succeeded=outcome.succeeded,
             message=outcome.message,
-            outputs=outcome.outputs,
+            outputs=outputs,
             applied=outcome.applied,
         )
 
