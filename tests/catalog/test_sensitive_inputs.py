@@ -240,3 +240,20 @@ async def test_a_new_version_refuses_the_mask_as_a_sensitive_default(db: object,
     [error] = payload["userErrors"]
     assert error["field"] == ["input", "inputs", "1", "default"]
     assert error["message"].startswith('"********" is the mask shown for a sensitive default, not a value')
+
+
+async def test_a_sensitive_input_cannot_list_its_allowed_values(db: object, gql: GraphQLClient) -> None:
+    # the options are shown to every user of the catalog: on a sensitive input they would tell it
+    boss = await make_user("boss")
+    project = await make_project("ml", boss=Role.ADMIN)
+    template = await make_template(project)
+    inputs = [{"name": "password", "type": "STRING", "sensitive": True, "options": ["hunter2", "s3cr3t"]}]
+    resources = 'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "{{ instance.namespace }}"\n'
+    variables = {
+        "input": {"template": str(template.id), "version": "2.0.0", "resources": resources, "inputs": inputs}
+    }
+    payload = (await gql.data(ADD_VERSION, variables, token=boss.token))["addEnvironmentTemplateVersion"]
+    assert payload["version"] is None
+    [error] = payload["userErrors"]
+    assert error["field"] == ["input", "inputs", "0", "options"]
+    assert error["message"].startswith("a sensitive input cannot list its allowed values")

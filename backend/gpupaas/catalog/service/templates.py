@@ -205,6 +205,13 @@ def _version_problems(
                 f'"{SENSITIVE_MASK}" is the mask shown for a sensitive default, not a value: give the '
                 "default itself (the template's admins read it with inputs(reveal: true)), or none",
             )
+        if item.sensitive and item.options:
+            # The options are shown to everyone who may launch the profile: they would tell the value.
+            problems.add(
+                ("input", "inputs", index, "options"),
+                "a sensitive input cannot list its allowed values (every user of the catalog reads them): "
+                "drop the options or the sensitive flag",
+            )
         definitions.append(
             InputDefinition(
                 name=item.name,
