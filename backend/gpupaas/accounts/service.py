@@ -131,9 +131,10 @@ CREDENTIALS_EVENT = "credentials"
 
 
 async def credentials_changed(user_id: uuid.UUID) -> None:
-    """Tells every API process that a user's sessions, tokens or memberships changed."""
+    """Tells every API process that a user's sessions, tokens or memberships changed: an outbox
+    row, written in the transaction of the change (so that a change is never left untold); the
+    caller wakes the relay (`outbox.notify()`) once it is committed."""
     await outbox.add(STATUS_TOPIC, str(user_id), {"type": CREDENTIALS_EVENT, "userId": str(user_id)})
-    outbox.notify()
 
 
 async def logout(session_secret: str | None) -> None:
@@ -141,8 +142,10 @@ async def logout(session_secret: str | None) -> None:
         return
     session = await Session.get_or_none(token_hash=hash_secret(session_secret))
     if session is not None:
-        await session.delete()
-        await credentials_changed(session.user_id)
+        async with in_transaction():
+            await session.delete()
+            await credentials_changed(session.user_id)
+        outbox.notify()
 
 
 async def credential_expiry(authorization: str | None, cookie: str | None) -> datetime | None:
@@ -229,13 +232,15 @@ async def revoke_api_token(actor: Actor, token_id: str) -> str:
     query = ApiToken.filter(id=token_uuid) if token_uuid else None
     if query is not None and not actor.is_platform_admin:
         query = query.filter(user_id=user.id)
-    owners: list[uuid.UUID] = (
-        [token.user_id for token in await query.only("id", "user_id")] if query is not None else []
-    )
-    if query is None or not await query.delete():
-        raise UserErrors.one(("id",), "No such API token.", ErrorCode.NOT_FOUND)
-    for owner in set(owners):
-        await credentials_changed(owner)
+    async with in_transaction():
+        owners: list[uuid.UUID] = (
+            [token.user_id for token in await query.only("id", "user_id")] if query is not None else []
+        )
+        if query is None or not owners or not await query.delete():
+            raise UserErrors.one(("id",), "No such API token.", ErrorCode.NOT_FOUND)
+        for owner in set(owners):
+            await credentials_changed(owner)
+    outbox.notify()
     return token_id
 
 
@@ -280,8 +285,10 @@ async def set_user_disabled(actor: Actor | None, username: str, disabled: bool) 
     if (user.disabled_at is not None) == disabled:
         return user
     user.disabled_at = now() if disabled else None
-    await user.save(update_fields=["disabled_at"])
-    await credentials_changed(user.id)
+    async with in_transaction():
+        await user.save(update_fields=["disabled_at"])
+        await credentials_changed(user.id)
+    outbox.notify()
     return user
 
 
@@ -364,8 +371,9 @@ async def set_member(actor: Actor | None, project_name: str, username: str, role
         if changed:
             membership.role = role
             await membership.save(update_fields=["role"])
+            await credentials_changed(user.id)
     if changed:
-        await credentials_changed(user.id)
+        outbox.notify()
     membership.project = project
     return membership
 
@@ -383,8 +391,10 @@ async def remove_member(actor: Actor, project_name: str, username: str) -> str:
         raise UserErrors.one(
             ("input", "username"), f'"{username[:64]}" is not a member of {project.name}', ErrorCode.NOT_FOUND
         )
-    await membership.delete()
-    await credentials_changed(user.id)
+    async with in_transaction():
+        await membership.delete()
+        await credentials_changed(user.id)
+    outbox.notify()
     return str(membership.id)
 
 
