@@ -269,7 +269,9 @@ def create_app(settings: Settings, *, migrate: bool = True, runtime: Runtime | N
         Middleware(SecurityHeaders, hsts=settings.secure_cookies),
         Middleware(BodySizeLimit),
     ]
-    return Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
+    app = Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
+    app.state.sockets = graphql.sockets  # the open websockets' sessions (tests read their checks)
+    return app
 
 
 GC_THRESHOLDS = (50_000, 20, 100)

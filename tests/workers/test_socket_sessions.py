@@ -15,8 +15,8 @@ import websockets
 
 from gpupaas.accounts import service as accounts
 from gpupaas.accounts.models import ApiToken, Session, User
+from gpupaas.api.sockets import SocketSessions
 from gpupaas.core.actor import Role
-from gpupaas.events.models import OutboxMessage
 from tests import ws
 from tests.conftest import serving
 from tests.factories import make_instance, make_profile, make_project, make_user
@@ -26,12 +26,19 @@ STATUS = "subscription($id: ID!) { computeInstanceStatus(id: $id) { status } }"
 
 
 @pytest.fixture
-async def server(pipeline: Pipeline) -> AsyncIterator[str]:
+async def served(pipeline: Pipeline) -> AsyncIterator[tuple[str, SocketSessions]]:
+    """The app's address and its websockets' sessions."""
     from gpupaas.app import create_app
 
     settings = replace(pipeline.settings, ws_recheck_seconds=1.0)
-    async with serving(create_app(settings, migrate=False, runtime=pipeline.runtime)) as url:
-        yield url
+    app = create_app(settings, migrate=False, runtime=pipeline.runtime)
+    async with serving(app) as url:
+        yield url, app.state.sockets
+
+
+@pytest.fixture
+def server(served: tuple[str, SocketSessions]) -> str:
+    return served[0]
 
 
 async def _closed_code(session: ws.Session, timeout: float = 15.0) -> int | None:
@@ -135,20 +142,24 @@ async def test_disabling_a_user_closes_their_sockets_and_enabling_them_signs_the
         assert me.json()["data"]["me"] == {"username": "alice"}
 
 
-async def test_a_gained_role_keeps_the_socket_open(db: object, server: str) -> None:
+async def test_a_gained_role_keeps_the_socket_open(db: object, served: tuple[str, SocketSessions]) -> None:
+    server, sockets = served
     _, iid = await _watching("alice")
     bob = await make_user("bob")
     await accounts.set_member(None, "ml", "bob", Role.MEMBER)
     async with ws.connect(server, token=bob.token) as session:
+        kept = sockets.kept
         await accounts.set_member(None, "ml", "bob", Role.ADMIN)
-        # once the change has reached the broadcaster (its event sent), the socket still answers
 
-        async def all_sent() -> bool:
-            return not await OutboxMessage.filter(sent_at__isnull=True).exists()
+        # once the socket's credential was checked after the change, and kept
+        async def checked() -> bool:
+            return sockets.kept > kept
 
-        await eventually(all_sent, what="the credentials event to be sent")
+        await eventually(checked, what="the socket to be checked again")
+        # it still answers, with the role gained
         await session.subscribe(STATUS, {"id": iid})
         assert (await session.next_data())["computeInstanceStatus"]["status"] == "NOT_DEPLOYED"
+        assert len(sockets) == 1
 
 
 async def test_an_expiring_session_closes_its_socket_when_it_ends(db: object, server: str) -> None:

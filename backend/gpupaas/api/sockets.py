@@ -69,6 +69,8 @@ class SocketSessions:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._checks: set[asyncio.Task[bool]] = set()
+        # How many checks found a connection's credential still good (a test's "it was checked").
+        self.kept = 0
 
     def __len__(self) -> int:
         return len(self._sockets)
@@ -122,6 +124,7 @@ class SocketSessions:
             await self._close(websocket)
             return False
         socket.context.actor = actor
+        self.kept += 1
         return True
 
     async def _close(self, websocket: WebSocket) -> None:
