@@ -21,6 +21,7 @@ from gpupaas.clusters.models import Cluster
 from gpupaas.compute import owners
 from gpupaas.core.actor import Actor
 from gpupaas.core.errors import NotFound
+from gpupaas.core.gpus import Vendor
 from gpupaas.core.ids import parse_id
 from gpupaas.provisioning.registry import ClusterDriver
 from gpupaas.quotas.service import Holding, holdings
@@ -87,7 +88,11 @@ def _key(
 
 
 def _models(cluster: Cluster, held: Sequence[Holding]) -> dict[tuple[str, str | None], ModelCapacity]:
-    vendors = {resource: vendor for vendor, resource in clusters.gpu_resource_names(cluster).items()}
+    vendors = {
+        resource: vendor
+        for vendor, resource in clusters.gpu_resource_names(cluster).items()
+        if vendor != Vendor.CPU.value  # CPU names a GPU resource only to quota it at 0
+    }
     found: dict[tuple[str, str | None], ModelCapacity] = {}
     for node in cluster.nodes:
         count = int(node.get("gpuCount") or 0)
