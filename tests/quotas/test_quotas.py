@@ -311,3 +311,28 @@ async def test_limits_are_validated_with_messages(db: object, gql: GraphQLClient
     assert messages[0] == "must be between 0 and 100000 (leave it empty for no limit)"
     assert messages[4] == "NVIDIA a100 is given twice"
     assert messages[5] == "CPU is not a GPU vendor: limit CPU with the cpu field"
+
+
+SERVICE = """mutation($input: CreateServiceInstanceInput!) { createServiceInstance(input: $input) {
+  serviceInstance { status gpuCount } userErrors { field message code } } }"""
+
+
+async def test_service_instances_run_on_their_compute_instances_gpus_and_take_no_quota(
+    db: object, gql: GraphQLClient
+) -> None:
+    from gpupaas.instance_templates.models import InstanceTemplate
+
+    ml, people = await world()
+    await set_quota(gql, people["root"].token, gpus=2, instances=1)
+    bob = people["bob"]
+    box = await saved(ml, await gpu_profile(ml, 2), bob)
+    assert (await deploy(gql, box, bob.token))["userErrors"] == []
+    await _finish(box)  # SUCCESS: the project's 2 GPUs and 1 instance are all used
+    template = await InstanceTemplate.get(name="jupyterlab-pytorch", built_in=True)
+    data = {"project": "ml", "computeInstance": box, "template": str(template.id), "gpuCount": 2}
+    started = (await gql.data(SERVICE, {"input": {**data, "name": "lab"}}, token=bob.token))[
+        "createServiceInstance"
+    ]
+    assert started["userErrors"] == [] and started["serviceInstance"]["status"] == "PENDING"
+    usage = (await gql.data(READ, {"project": "ml"}, token=bob.token))["projectQuota"]["usage"]
+    assert {u["key"]: u["used"] for u in usage}["gpus"] == 2  # counted once, by the compute instance
