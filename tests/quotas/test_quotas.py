@@ -203,6 +203,10 @@ async def test_a_members_quota_counts_what_they_own_within_the_projects(
     assert beyond["userErrors"][0]["message"] == (
         'project "ml" allows 8 GPUs: a member\'s limit cannot be more (not 9)'
     )
+    total = await set_quota(gql, alice, username="bob", gpuLimits=[{"vendor": "AMD", "count": 9}])
+    assert [e["message"] for e in total["userErrors"]] == [
+        'project "ml" allows 8 GPUs: a member\'s limit cannot be more (not 9)'
+    ]
     within = await set_quota(gql, alice, username="bob", gpus=2)
     assert within["userErrors"] == []
     assert [(m["username"], m["quota"]) for m in within["quota"]["members"]] == [

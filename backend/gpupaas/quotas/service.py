@@ -462,6 +462,13 @@ def _within(problems: Collector, member: Limits, project: Limits, project_name: 
     # A project's GPU limit of a vendor (or of a vendor's model) caps the member's limits that
     # it counts; a member without such a limit is capped by the project's all the same.
     for index, limit in enumerate(member.gpu_limits):
+        if project.gpus is not None and limit.count > project.gpus:
+            problems.add(
+                ("input", "gpuLimits", str(index), "count"),
+                f'project "{project_name}" allows {project.gpus} GPUs: a member\'s limit cannot be more '
+                f"(not {limit.count})",
+            )
+            continue
         for cap in project.gpu_limits:
             applies = cap.vendor == limit.vendor and (
                 cap.model is None or _same_model(cap.model, limit.model)
