@@ -3,9 +3,16 @@ allocated to deployed compute instances, free) and who holds them, as each calle
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
+import httpx
+import pytest
+
+from gpupaas.app import create_app
 from gpupaas.core.actor import Role
+from gpupaas.settings import Settings
 from tests.conftest import GraphQLClient, QueryCounter
 from tests.factories import make_instance, make_project, make_user
 from tests.quotas.test_quotas import DEPLOY, gpu_profile
@@ -70,3 +77,34 @@ async def test_capacity_per_model_and_its_holders_as_each_caller_sees_them(
     assert denied["errors"][0]["extensions"]["code"] == "FORBIDDEN"
     hidden = await gql(CAPACITY, {"project": "ml"}, token=carol.token)
     assert hidden["errors"][0]["extensions"]["code"] == "NOT_FOUND"
+
+
+@pytest.fixture
+async def private_gql(settings: Settings) -> AsyncIterator[GraphQLClient]:
+    """The API with GPUPAAS_MEMBERS_SEE_ALL_INSTANCES=false."""
+    app = create_app(replace(settings, members_see_all_instances=False), migrate=False)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://testserver"
+    ) as http:
+        yield GraphQLClient(http)
+
+
+async def test_members_who_do_not_see_each_others_instances_do_not_see_them_as_holders(
+    db: object, private_gql: GraphQLClient
+) -> None:
+    gql = private_gql
+    bob, olivia, alice = await make_user("bob"), await make_user("olivia"), await make_user("alice")
+    ml = await make_project("ml", bob=Role.MEMBER, olivia=Role.MEMBER, alice=Role.ADMIN)
+    for person, count in ((bob, 2), (olivia, 1)):
+        profile = await gpu_profile(ml, count, model="H100")
+        instance = await make_instance(ml, profile, by=person, name=f"{person.username}-{count}")
+        answer = await gql.data(DEPLOY, {"id": str(instance.id)}, token=person.token)
+        assert answer["deployComputeInstance"]["userErrors"] == []
+
+    async def seen(person: Any) -> tuple[list[str], int]:
+        [cluster] = (await gql.data(CAPACITY, {"project": "ml"}, token=person.token))["gpuCapacity"]
+        [model] = cluster["models"]
+        return [h["instanceName"] for h in model["holders"]], model["others"]
+
+    assert await seen(olivia) == (["olivia-1"], 2)
+    assert await seen(alice) == (["bob-2", "olivia-1"], 0)  # admins see every member's
