@@ -284,6 +284,28 @@ CASES: dict[str, list[Case]] = {
         Case(lambda w: {"id": w.take("transferable_services"), "owner": "tina"}, WRITE)
     ],
     "Subscription.serviceInstanceStatus": [Case(lambda w: {"id": w.service}, READ)],
+    # ------------------------------------------------------------ quotas and capacity
+    "Query.projectQuota": [Case(lambda w: {"project": "ml"}, READ)],
+    "Query.gpuCapacity": [
+        Case(lambda w: {}, PLATFORM),  # every cluster and holder
+        Case(lambda w: {"project": "ml"}, READ),  # the project's clusters, its own holders
+    ],
+    "Mutation.setQuota": [
+        # the project's quota: platform admins; outsiders see no project "ml"
+        Case(
+            lambda w: {"input": {"project": "ml", "gpus": 64}},
+            _rule(UNAUTH, NOT_FOUND, FORBIDDEN, FORBIDDEN, FORBIDDEN, OK),
+        ),
+        # a member's quota: the project's admins
+        Case(lambda w: {"input": {"project": "ml", "username": "tina", "gpus": 8}}, WRITE),
+    ],
+    "Mutation.clearQuota": [
+        Case(
+            lambda w: {"project": "ml"},
+            _rule(UNAUTH, NOT_FOUND, FORBIDDEN, FORBIDDEN, FORBIDDEN, OK),
+        ),
+        Case(lambda w: {"project": "ml", "username": "tina"}, WRITE),
+    ],
 }
 
 

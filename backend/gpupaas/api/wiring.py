@@ -7,6 +7,7 @@ from gpupaas.catalog.service import profiles as catalog
 from gpupaas.clusters import service as clusters
 from gpupaas.compute import graphql as compute_graphql
 from gpupaas.compute import service as compute
+from gpupaas.quotas import service as quotas
 from gpupaas.service_instances import graphql as services_graphql
 from gpupaas.service_instances import service as services
 
@@ -21,3 +22,5 @@ def bind() -> None:
     clusters.CLUSTER_USERS.bind((catalog.profiles_on, compute.instances_on))
     # A cluster's check reports the GPU models of the profiles deploying to it that no node has.
     clusters.GPU_MODELS_ON.bind(catalog.gpu_models_on)
+    # A deploy of a compute instance must fit its project's quota and its owner's.
+    compute.QUOTA_CHECK.bind(quotas.check_deploy)

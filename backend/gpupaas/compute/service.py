@@ -289,6 +289,7 @@ async def create_instance(
     try:
         async with in_transaction():
             if deploy:
+                await QUOTA_CHECK()(instance)
                 instance.status = states.after_request(Request.DEPLOY, instance.status)
             await instance.save()
             if deploy:
@@ -385,6 +386,9 @@ async def _request_run(
             raise _state_error(error) from None
         if request == Request.DESTROY:
             await _refuse_with_services(instance, request)
+        if request == Request.DEPLOY and instance.status == DeploymentStatus.NOT_DEPLOYED:
+            # A redeploy of what is deployed asks nothing new: it already holds its quota.
+            await QUOTA_CHECK()(instance)
         await runs.write_status(COMPUTE, instance, status, None)
         await runs.queue(COMPUTE, instance, action)
         await runs.announce(COMPUTE, instance)
@@ -434,6 +438,11 @@ async def set_sharing(
         instance.sharing_mode = mode
         await ComputeInstance.filter(id=instance.id).update(sharing_mode=mode, updated_at=runs.now())
     return instance
+
+
+# The quota check of a deploy (bound by gpupaas.api.wiring: quotas sit above this package). Called
+# inside the transaction that accepts the deploy; raises QUOTA_EXCEEDED (quotas.service.check).
+QUOTA_CHECK: Hook[Callable[[ComputeInstance], Awaitable[None]]] = Hook("the quota check of a deploy")
 
 
 # Gives the compute instance's service instances that its old owner owned to the new one too

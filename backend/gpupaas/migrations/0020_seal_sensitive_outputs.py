@@ -49,7 +49,7 @@ async def seal_sensitive_outputs(apps: Any, schema_editor: Any) -> None:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("gpupaas", "0014_user_disabled")]
+    dependencies = [("gpupaas", "0015_quotas")]
 
     initial = False
 

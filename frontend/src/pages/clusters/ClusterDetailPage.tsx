@@ -22,6 +22,7 @@ import { useQuery } from "urql";
 import { useProject } from "../../app/project";
 import { describeError } from "../../components/errors";
 import { ErrorState, Loading } from "../../components/states";
+import { CapacityCard } from "../quotas/CapacityCard";
 import { ClusterDetailDocument } from "./queries";
 import { ClusterStatusBadge, DEFAULT_DELETE_REASON, DriverBadge, gpuSummary, useClusterActions } from "./common";
 
@@ -195,6 +196,7 @@ export function ClusterDetailPage() {
           )}
         </Stack>
       </Paper>
+      <CapacityCard cluster={id} linkProject={project} />
       {actions.modal}
     </Stack>
   );

@@ -12,6 +12,8 @@ import { StatusBadge, statusLabel } from "../../components/StatusBadge";
 import { graphql } from "../../gql";
 import type { DashboardOverviewQuery, DeploymentStatus } from "../../gql/graphql";
 import { currentStatus, useInstanceEvents, type LiveState } from "../instances/live";
+import { CapacityCard } from "../quotas/CapacityCard";
+import { QuotaCard } from "../quotas/QuotaCard";
 
 export const DashboardOverviewDocument = graphql(`
   query DashboardOverview($project: String!) {
@@ -216,6 +218,8 @@ export function DashboardPage() {
         <SimpleGrid cols={{ base: 1, md: 2 }} spacing="md">
           {catalogCard}
           {quickLinks}
+          <QuotaCard />
+          <CapacityCard project={project} linkProject={project} />
         </SimpleGrid>
       </Stack>
     );
@@ -288,10 +292,12 @@ export function DashboardPage() {
               </Table.ScrollContainer>
             </Card>
             {catalogCard}
+            <CapacityCard project={project} linkProject={project} />
           </Stack>
         </Grid.Col>
         <Grid.Col span={{ base: 12, lg: 4 }}>
           <Stack gap="md">
+            <QuotaCard />
             <Card withBorder padding="lg" component="section" aria-label="Recent changes">
               <Group justify="space-between" mb="sm">
                 <Title order={4}>Recent changes</Title>
