@@ -463,7 +463,7 @@ async def transfer(actor: Actor, instance_id: str, username: str) -> ComputeInst
         locked.updated_at = runs.now()
         await locked.save(update_fields=["owner_id", "version", "updated_at"])
         # Usage from now on is charged to the new owner.
-        await meter.recharge(locked.id, user.id, locked.updated_at)
+        await meter.recharge(locked.id, user.id, runs.now())
         await MOVE_SERVICES()(instance.id, previous, user.id)
         # Lists and dashboards that show owners learn it live.
         await runs.announce(COMPUTE, locked)

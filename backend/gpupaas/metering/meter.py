@@ -14,7 +14,7 @@ status change costs nothing.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from gpupaas.metering.models import UsageInterval
@@ -81,6 +81,22 @@ async def hold(subject_id: uuid.UUID, holding: Holding, at: datetime) -> None:
         await _open(subject_id, holding, at)
     elif not holding.matches(current):
         await _open(subject_id, holding, await _end(current, at))
+
+
+async def resume(subject_id: uuid.UUID, holding: Holding, at: datetime) -> None:
+    """The subject holds again what it held last (its workload came back by itself after drift):
+    the size of its last interval, charged as `holding` says; `holding` itself when it has none."""
+    last = await UsageInterval.filter(subject_id=subject_id).order_by("-started_at").first()
+    if last is not None:
+        holding = replace(
+            holding,
+            gpu_count=last.gpu_count,
+            gpu_vendor=last.gpu_vendor,
+            gpu_model=last.gpu_model,
+            cpu_millicores=last.cpu_millicores,
+            memory_bytes=last.memory_bytes,
+        )
+    await hold(subject_id, holding, at)
 
 
 async def release(subject_id: uuid.UUID, at: datetime) -> None:

@@ -50,11 +50,18 @@ async def locked(kind: RunKind[S], subject_id: uuid.UUID) -> S:
 
 
 async def write_status(
-    kind: RunKind[S], subject: S, status: Enum, message: str | None, **columns: Any
+    kind: RunKind[S],
+    subject: S,
+    status: Enum,
+    message: str | None,
+    *,
+    recovered: bool = False,
+    **columns: Any,
 ) -> None:
     """The new status, conditional on the version the caller read: a concurrent change makes it a
     CONFLICT. `columns` are written in the same statement (a drift flag, the outputs). The usage
-    meter follows the status in the same transaction (`_meter`)."""
+    meter follows the status in the same transaction (`_meter`); `recovered`: the cluster brought
+    back what was deployed (drift), which is metered at the size last deployed."""
     version = subject.version
     previous = subject.status
     moment = now()
@@ -77,16 +84,16 @@ async def write_status(
     for name, value in {"status": status, "status_message": message, "drifted": False, **columns}.items():
         setattr(subject, name, value)
     subject.version = version + 1
-    await _meter(kind, subject, previous, moment)
+    await _meter(kind, subject, previous, moment, recovered)
 
 
-async def _meter(kind: RunKind[S], subject: S, previous: Enum, moment: datetime) -> None:
+async def _meter(kind: RunKind[S], subject: S, previous: Enum, moment: datetime, recovered: bool) -> None:
     """The usage meter after a status change (see `RunKind.meter_starts`): nothing to do unless the
     new status starts the meter or the old one may have had it running."""
     if subject.status in kind.meter_starts:
         holding = kind.holding(subject)
         if holding is not None:
-            await meter.hold(subject.id, holding, moment)
+            await (meter.resume if recovered else meter.hold)(subject.id, holding, moment)
     elif subject.status not in kind.meter_keeps and previous in kind.meter_keeps:
         await meter.release(subject.id, moment)
 
@@ -314,7 +321,7 @@ async def report_drift(kind: RunKind[S], subject_id: str, failed: bool, reason: 
                 kind, subject, kind.failed, f"drift: {reason or kind.drift_reason}", drifted=True
             )
         elif not failed and subject.status == kind.failed and subject.drifted:
-            await write_status(kind, subject, kind.healthy, None)
+            await write_status(kind, subject, kind.healthy, None, recovered=True)
         else:
             return False
         await announce(kind, subject)
