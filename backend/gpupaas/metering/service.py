@@ -344,6 +344,7 @@ async def set_price(actor: Actor, vendor: Vendor, model: str, price: Decimal) ->
     price of its own). Setting it again replaces it."""
     actor.require_platform_admin()
     _price_problems(vendor, model, price).raise_if_any()
+    price = price.quantize(Decimal("0.0001"))  # as the column keeps it
     found = await GpuPrice.get_or_none(gpu_vendor=vendor.value, gpu_model=model)
     if found is None:
         return await GpuPrice.create(gpu_vendor=vendor.value, gpu_model=model, price_per_gpu_hour=price)
