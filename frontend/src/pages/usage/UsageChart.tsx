@@ -59,7 +59,7 @@ export function UsageChart({ from, to, values, groups }: { from: string; to: str
             <g key={tick}>
               <line x1={left} x2={width - 8} y1={y} y2={y} stroke="#dee2e6" strokeWidth={1} />
               <text x={left - 6} y={y + 4} fontSize={10} textAnchor="end" fill="#868e96">
-                {tick}
+                {Number(tick.toPrecision(6)).toLocaleString("en", { maximumSignificantDigits: 6 })}
               </text>
             </g>
           );

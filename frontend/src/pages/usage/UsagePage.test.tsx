@@ -6,7 +6,7 @@ import { AuthProvider } from "../../app/auth";
 import { fakeClient, renderPage } from "../../test/render";
 import { auth } from "../instances/testData";
 import { daysBetween } from "./UsageChart";
-import { UsagePage, lastDays, periodProblem } from "./UsagePage";
+import { UsagePage, hours, lastDays, periodProblem } from "./UsagePage";
 
 const CSV = "day_utc,instance,gpu_hours,cpu_core_hours,memory_gib_hours,cost\r\n2026-03-01,ml/train,4.0000,8.0000,32.0000,\r\n";
 
@@ -127,5 +127,11 @@ describe("periods", () => {
     expect(lastDays(30, new Date("2026-03-31T23:30:00Z"))).toEqual({ from: "2026-03-02", to: "2026-03-31" });
     expect(periodProblem("2025-01-01", "2026-03-01")).toBe("That is 425 days: pick at most 366 days at a time.");
     expect(periodProblem("2026-03-01", "2026-03-01")).toBeNull();
+  });
+
+  it("shows a few minutes as more than nothing", () => {
+    expect(hours(0.0021)).toBe("0.0021");
+    expect(hours(0)).toBe("0.00");
+    expect(hours(1234.5)).toBe("1,234.50");
   });
 });

@@ -67,8 +67,10 @@ export function periodProblem(from: string, to: string): string | null {
   return null;
 }
 
-function hours(value: number): string {
-  return value.toLocaleString("en", { maximumFractionDigits: 2, minimumFractionDigits: 2 });
+/** Hours with 2 decimals; small amounts (a few minutes) with up to 4, so that they do not read 0. */
+export function hours(value: number): string {
+  const digits = value > 0 && value < 1 ? 4 : 2;
+  return value.toLocaleString("en", { maximumFractionDigits: digits, minimumFractionDigits: 2 });
 }
 
 function money(value: number | null | undefined): string {
