@@ -33,8 +33,8 @@ function usage(variables: Record<string, unknown>) {
   };
 }
 
-function setup(answer: (variables: Record<string, unknown>) => unknown = usage) {
-  const fake = fakeClient({ ...auth, UsageReport: answer as never });
+function setup(answer: (variables: Record<string, unknown>) => unknown = usage, extra: Parameters<typeof fakeClient>[0] = {}) {
+  const fake = fakeClient({ ...auth, UsageReport: answer as never, ...extra });
   renderPage(
     <AuthProvider>
       <UsagePage />
@@ -118,6 +118,54 @@ describe("UsagePage", () => {
       },
     }));
     expect(await screen.findByText("No usage in this period")).toBeInTheDocument();
+  });
+});
+
+describe("GPU prices", () => {
+  const root = {
+    Me: { data: { ...auth.Me.data, me: { ...auth.Me.data.me, isPlatformAdmin: true } } },
+    Projects: auth.Projects,
+  };
+
+  it("are for platform admins only", async () => {
+    setup(usage);
+    await screen.findByRole("table", { name: "Usage per group" });
+    expect(screen.queryByRole("form", { name: "Set a GPU price" })).not.toBeInTheDocument();
+  });
+
+  it("lists, sets and shows a price's problem next to its field", async () => {
+    const fake = setup(usage, {
+      ...root,
+      GpuPrices: { data: { gpuPrices: [{ id: "gp1", vendor: "NVIDIA", model: "H100", pricePerGpuHour: "2.5000" }] } },
+      SetGpuPrice: (variables) =>
+        (variables.input as { pricePerGpuHour: string }).pricePerGpuHour === "-1"
+          ? {
+              data: {
+                setGpuPrice: {
+                  gpuPrice: null,
+                  userErrors: [{ field: ["pricePerGpuHour"], message: "must be a number from 0 to 1000000", code: "INVALID" }],
+                },
+              },
+            }
+          : { data: { setGpuPrice: { gpuPrice: { id: "gp2" }, userErrors: [] } } },
+      DeleteGpuPrice: { data: { deleteGpuPrice: { deletedId: "gp1", userErrors: [] } } },
+    });
+    const prices = await screen.findByRole("table", { name: "GPU prices" });
+    expect(prices).toHaveTextContent("NVIDIAH1002.5000");
+    const price = screen.getByRole("textbox", { name: /^Price per GPU-hour/ });
+    await userEvent.type(price, "-1");
+    await userEvent.click(screen.getByRole("button", { name: "Set price" }));
+    expect(await screen.findByText("must be a number from 0 to 1000000")).toBeInTheDocument();
+    await userEvent.clear(price);
+    await userEvent.type(price, "1.25");
+    await userEvent.type(screen.getByRole("textbox", { name: "GPU model" }), "A100");
+    await userEvent.click(screen.getByRole("button", { name: "Set price" }));
+    await waitFor(() => expect(screen.queryByText("must be a number from 0 to 1000000")).not.toBeInTheDocument());
+    expect(fake.calls.filter((c) => c.name === "SetGpuPrice").at(-1)?.variables).toEqual({
+      input: { vendor: "NVIDIA", model: "A100", pricePerGpuHour: "1.25" },
+    });
+    await userEvent.click(screen.getByRole("button", { name: "Remove the price of NVIDIA H100" }));
+    await waitFor(() => expect(fake.calls.some((c) => c.name === "DeleteGpuPrice" && c.variables.id === "gp1")).toBe(true));
   });
 });
 

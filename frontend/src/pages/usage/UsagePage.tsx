@@ -9,6 +9,7 @@ import { describeError } from "../../components/errors";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
 import { graphql } from "../../gql";
 import type { UsageGrouping } from "../../gql/graphql";
+import { GpuPrices } from "./GpuPrices";
 import { UsageChart } from "./UsageChart";
 
 export const UsageReportDocument = graphql(`
@@ -222,6 +223,7 @@ export function UsagePage() {
           </Card>
         </>
       )}
+      {me?.isPlatformAdmin && <GpuPrices onChange={() => refetch({ requestPolicy: "network-only" })} />}
     </Stack>
   );
 }
