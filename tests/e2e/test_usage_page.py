@@ -1,6 +1,7 @@
 """The Usage page in a real browser: an instance deployed by the worker on the simulated cluster is
-metered, and its project's admin sees it in the chart and the table and downloads the CSV; a member
-who launched nothing sees no usage."""
+metered, and its project's admin sees it in the chart and the table and downloads the CSV; a
+platform admin sets a GPU price and the report gets a cost; a member who launched nothing sees no
+usage."""
 
 from __future__ import annotations
 
@@ -62,6 +63,20 @@ async def test_the_usage_page_charts_and_downloads_what_was_metered(
     rows = list(csv.reader(io.StringIO(saved.read_text())))
     assert rows[0] == ["day_utc", "instance", "gpu_hours", "cpu_core_hours", "memory_gib_hours", "cost"]
     assert [row[1] for row in rows[1:]] == ["ml/box"]
+
+    # a platform admin sets a price: the report gets a cost
+    await make_user("root", platform_admin=True)
+    admin = await new_page(browser, watched)
+    await sign_in(admin, studio, "root")
+    await admin.goto(f"{studio}/p/ml/usage")
+    form = admin.get_by_role("form", name="Set a GPU price")
+    await form.get_by_role("textbox", name="GPU model").fill("")
+    await form.get_by_role("textbox", name=re.compile(r"^Price per GPU-hour")).fill("2.5")
+    await form.get_by_role("button", name="Set price").click()
+    await admin.get_by_role("table", name="GPU prices").get_by_role("cell", name="2.5000").wait_for()
+    await (
+        admin.get_by_role("table", name="Usage per group").get_by_role("columnheader", name="Cost").wait_for()
+    )
 
     # a member who launched nothing: no usage of theirs
     other = await new_page(browser, watched)
