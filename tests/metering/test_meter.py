@@ -299,7 +299,7 @@ STEPS = st.sampled_from(
         "drift",
         "recover",
         "resize",
-        "restart",  # the process restarts: nothing is kept in memory, the next steps read the database
+        "restart",  # the worker's process restarts: it forgets its run, whose lease runs on until it ends
     ]
 )
 
@@ -371,6 +371,10 @@ async def _step(world: World, step: str, clock: Clock) -> None:
         # it comes back as it was deployed: the size of its last successful deploy, even when
         # its snapshot was resized since (that size is applied by the next deploy)
         model.holding = model.deployed
+    elif step == "restart":
+        # nothing of the meter lives in memory; the run stays RUNNING under the old lease, and a
+        # later step's worker takes it over once the lease has run out
+        world.held_run = None
     elif step == "resize":
         world.gpus = world.gpus % 4 + 1
         await set_gpus(instance.id, world.gpus)
