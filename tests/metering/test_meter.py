@@ -254,19 +254,26 @@ async def test_the_database_refuses_a_second_open_interval(instance: ComputeInst
 async def test_the_meter_costs_statements_only_where_it_starts_or_ends(
     instance: ComputeInstance, clock: Clock, count_queries: QueryCounter
 ) -> None:
+    def metered() -> list[str]:
+        return [s for s in count_queries.statements if "usage_intervals" in s]
+
     root = await platform_actor()
     await compute.deploy(root, str(instance.id))
     run = await current_run(instance.id)
     await runs.claim(COMPUTE, str(run.id), "w1", LEASE)
-    # a status change the meter ignores (IN_PROGRESS -> FAILED of a first deploy ends nothing
-    # that is open, in one UPDATE and a SELECT) and one that starts it (one SELECT, one INSERT)
+    # the status that starts it: one SELECT of the open interval, one INSERT
     count_queries.statements.clear()
     await runs.finish(COMPUTE, run.id, "w1", succeeded=True, message=None)
-    metered = [s for s in count_queries.statements if "usage_intervals" in s]
-    assert len(metered) == 2, metered
+    assert len(metered()) == 2, metered()
+    # statuses that keep it going: nothing
     count_queries.statements.clear()
-    await compute.deploy(root, str(instance.id))  # SUCCESS -> WAITING: nothing
-    assert not [s for s in count_queries.statements if "usage_intervals" in s]
+    await compute.destroy(root, str(instance.id))
+    run = await current_run(instance.id)
+    await runs.claim(COMPUTE, str(run.id), "w1", LEASE)
+    assert metered() == []
+    # the status that ends it: one UPDATE
+    await runs.finish(COMPUTE, run.id, "w1", succeeded=True, message=None)
+    assert len(metered()) == 1 and metered()[0].startswith("UPDATE"), metered()
 
 
 # ---------------------------------------------------------------- random sequences against a model
