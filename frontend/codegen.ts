@@ -12,7 +12,7 @@ const config: CodegenConfig = {
       preset: "client",
       config: {
         enumsAsTypes: true,
-        scalars: { DateTime: "string", JSON: "unknown" },
+        scalars: { DateTime: "string", JSON: "unknown", Date: "string", Decimal: "string" },
         useTypeImports: true,
       },
       presetConfig: { fragmentMasking: false },

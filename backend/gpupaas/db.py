@@ -20,6 +20,7 @@ MODEL_MODULES = [
     "gpupaas.compute.models",
     "gpupaas.events.models",
     "gpupaas.instance_templates.models",
+    "gpupaas.metering.models",
     "gpupaas.service_instances.models",
     "gpupaas.provisioning.models",
     "gpupaas.quotas.models",

@@ -306,6 +306,22 @@ CASES: dict[str, list[Case]] = {
         ),
         Case(lambda w: {"project": "ml", "username": "tina"}, WRITE),
     ],
+    # ------------------------------------------------------------ usage and GPU prices
+    # Everyone signed in has a report (their own usage at least); a project's members read its
+    # report (members their own lines); another user's usage only platform and project admins.
+    "Query.usage": [
+        Case(lambda w: {"from": "2026-01-01", "to": "2026-01-31"}, SELF),
+        Case(lambda w: {"from": "2026-01-01", "to": "2026-01-31", "project": "ml"}, READ),
+        Case(
+            lambda w: {"from": "2026-01-01", "to": "2026-01-31", "project": "ml", "user": "olivia"},
+            _rule(UNAUTH, NOT_FOUND, FORBIDDEN, OK, OK, OK),
+        ),
+    ],
+    "Query.gpuPrices": [Case(lambda w: {}, SELF)],
+    "Mutation.setGpuPrice": [
+        Case(lambda w: {"input": {"vendor": "NVIDIA", "model": "H100", "pricePerGpuHour": "2"}}, PLATFORM)
+    ],
+    "Mutation.deleteGpuPrice": [Case(lambda w: {"id": w.take("gpu_prices")}, PLATFORM)],
 }
 
 
@@ -413,6 +429,7 @@ async def _world() -> tuple[World, dict[str, str | None]]:
         return [str(i.id) for i in made]
 
     from gpupaas.clusters.models import Cluster
+    from gpupaas.metering.models import GpuPrice
     from gpupaas.provisioning.registry import ClusterDriver
 
     clusters = [
@@ -444,6 +461,10 @@ async def _world() -> tuple[World, dict[str, str | None]]:
             "deletable_instances": await instances(),
             "transferable_instances": await instances(),
             "clusters": clusters[1:],
+            "gpu_prices": [
+                str((await GpuPrice.create(gpu_vendor="AMD", gpu_model=f"m{i}", price_per_gpu_hour=1)).id)
+                for i in several
+            ],
             "instance_templates": instance_templates,
             "global_instance_templates": global_instance_templates,
             **services,

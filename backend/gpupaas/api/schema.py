@@ -27,6 +27,7 @@ from gpupaas.graphql.executor import ExecutionContext as LeakFreeExecutionContex
 from gpupaas.graphql.extensions import ErrorPolicy, ExtensionsRunner, TextGuard
 from gpupaas.graphql.response_cache import BumpDataVersion
 from gpupaas.instance_templates.graphql import GpuServiceMutation, GpuServiceQuery
+from gpupaas.metering.graphql import UsageMutation, UsageQuery
 from gpupaas.quotas.graphql import QuotasMutation, QuotasQuery
 from gpupaas.service_instances.graphql import (
     ServiceInstanceMutation,
@@ -48,6 +49,7 @@ Query = merge_types(
         GpuServiceQuery,
         ServiceInstanceQuery,
         QuotasQuery,
+        UsageQuery,
     ),
 )
 Mutation = merge_types(
@@ -60,6 +62,7 @@ Mutation = merge_types(
         GpuServiceMutation,
         ServiceInstanceMutation,
         QuotasMutation,
+        UsageMutation,
     ),
 )
 Subscription = merge_types("Subscription", (ComputeSubscription, ServiceInstanceSubscription))

@@ -12,6 +12,8 @@ from gpupaas.compute.configuration import plan_for, sealed_outputs
 from gpupaas.compute.models import ComputeInstance, ComputeInstanceShare
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core.crypto import Sealer
+from gpupaas.core.quantities import parse_quantity
+from gpupaas.metering.meter import Holding
 from gpupaas.provisioning.plan import INSTANCE_LABEL, Plan
 from gpupaas.provisioning.registry import ClusterTarget
 from gpupaas.runs.kinds import Claimed, RunKind, Work
@@ -31,6 +33,16 @@ async def shared_with(instance: ComputeInstance) -> list[str] | str:
     return []
 
 
+def _whole(quantity: str, per_unit: int) -> int:
+    """A snapshot's quantity in whole units (millicores, bytes), rounded up; 0 when it cannot be
+    read (a snapshot is checked when it is taken, so that is only old, hand-edited data)."""
+    try:
+        value = parse_quantity(quantity) * per_unit
+    except ValueError:
+        return 0
+    return max(0, int(value.to_integral_value(rounding="ROUND_CEILING")))
+
+
 class ComputeRuns(RunKind[ComputeInstance]):
     model = ComputeInstance
     noun = "instance"
@@ -40,6 +52,19 @@ class ComputeRuns(RunKind[ComputeInstance]):
     failed = DeploymentStatus.FAILED
     drift_reason = "a workload failed"
     retry_hint = "deploy again to retry"
+    # A deployed instance holds its resources (its nodes or its namespace's quota; the service
+    # instances inside it take their GPUs out of that quota, so they are not metered on their
+    # own) from the deploy's SUCCESS until a destroy ends or the instance fails; a redeploy or a
+    # destroy under way keeps the meter going.
+    meter_starts = frozenset({DeploymentStatus.SUCCESS})
+    meter_keeps = frozenset(
+        {
+            DeploymentStatus.SUCCESS,
+            DeploymentStatus.WAITING,
+            DeploymentStatus.IN_PROGRESS,
+            DeploymentStatus.DESTROYING,
+        }
+    )
 
     def owns(self, run: DeploymentRun) -> bool:
         return run.service_id is None
@@ -90,6 +115,20 @@ class ComputeRuns(RunKind[ComputeInstance]):
         if outputs is None and succeeded and run.action == RunAction.DESTROY:
             outputs = {}  # nothing deployed: nothing to show
         return {} if outputs is None else {"outputs": outputs}
+
+    def holding(self, subject: ComputeInstance) -> Holding:
+        resources = subject.profile_snapshot.resources
+        return Holding(
+            kind="compute_instance",
+            name=subject.name,
+            project_id=subject.project_id,
+            owner_id=subject.owner_id,
+            gpu_count=resources.gpu_count,
+            gpu_vendor=resources.gpu_vendor,
+            gpu_model=resources.gpu_model or "",
+            cpu_millicores=_whole(resources.cpu, 1000),
+            memory_bytes=_whole(resources.memory, 1),
+        )
 
     async def work(self, claimed: Claimed[ComputeInstance], secret_key: str) -> Work:
         instance = claimed.subject

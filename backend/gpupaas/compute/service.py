@@ -36,6 +36,7 @@ from gpupaas.core.ids import parse_id
 from gpupaas.core.pagination import Page, paginate
 from gpupaas.core.search import matching
 from gpupaas.events import outbox
+from gpupaas.metering import meter
 from gpupaas.provisioning.plan import PermanentError
 from gpupaas.runs import lifecycle as runs
 from gpupaas.runs.states import RunAction
@@ -470,6 +471,8 @@ async def transfer(actor: Actor, instance_id: str, username: str) -> ComputeInst
         locked.version += 1
         locked.updated_at = runs.now()
         await locked.save(update_fields=["owner_id", "version", "updated_at"])
+        # Usage from now on is charged to the new owner.
+        await meter.recharge(locked.id, user.id, runs.now())
         await MOVE_SERVICES()(instance.id, previous, user.id)
         # Lists and dashboards that show owners learn it live.
         await runs.announce(COMPUTE, locked)

@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from tortoise.models import Model
 
+from gpupaas.metering.meter import Holding
 from gpupaas.provisioning.plan import Plan
 from gpupaas.provisioning.registry import ClusterTarget
 from gpupaas.runs.models import DeploymentRun
@@ -94,6 +95,12 @@ class RunKind(ABC, Generic[S]):
     failed: ClassVar[Enum]
     drift_reason: ClassVar[str]
     retry_hint: ClassVar[str]
+    # Usage metering (metering.meter): a status in `meter_starts` starts the meter (or splits the
+    # open interval when the size or the charge changed), one in `meter_keeps` keeps an open
+    # interval going without starting one (a redeploy, a destroy under way), any other ends it.
+    # Empty: the kind holds no resources of its own.
+    meter_starts: ClassVar[frozenset[Enum]] = frozenset()
+    meter_keeps: ClassVar[frozenset[Enum]] = frozenset()
 
     # ---------------------------------------------------------------- runs and subjects
 
@@ -146,6 +153,10 @@ class RunKind(ABC, Generic[S]):
     ) -> dict[str, Any]:
         """Columns written with the status when a run ends (the outputs, say)."""
         return {}
+
+    def holding(self, subject: S) -> Holding | None:
+        """What the subject holds while metered (for kinds with `meter_starts`)."""
+        return None
 
     # ---------------------------------------------------------------- workers
 

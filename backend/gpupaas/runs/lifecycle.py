@@ -26,6 +26,7 @@ from gpupaas.accounts.models import Project
 from gpupaas.core.errors import ErrorCode, UserErrors
 from gpupaas.core.ids import parse_id
 from gpupaas.events import outbox
+from gpupaas.metering import meter
 from gpupaas.runs.kinds import Claimed, RunKind, Subject
 from gpupaas.runs.models import DeploymentRun
 from gpupaas.runs.states import FINISHED_RUNS, RunAction, RunStatus
@@ -49,17 +50,27 @@ async def locked(kind: RunKind[S], subject_id: uuid.UUID) -> S:
 
 
 async def write_status(
-    kind: RunKind[S], subject: S, status: Enum, message: str | None, **columns: Any
+    kind: RunKind[S],
+    subject: S,
+    status: Enum,
+    message: str | None,
+    *,
+    recovered: bool = False,
+    **columns: Any,
 ) -> None:
     """The new status, conditional on the version the caller read: a concurrent change makes it a
-    CONFLICT. `columns` are written in the same statement (a drift flag, the outputs)."""
+    CONFLICT. `columns` are written in the same statement (a drift flag, the outputs). The usage
+    meter follows the status in the same transaction (`_meter`); `recovered`: the cluster brought
+    back what was deployed (drift), which is metered at the size last deployed."""
     version = subject.version
+    previous = subject.status
+    moment = now()
     changed = await kind.model.filter(id=subject.id, version=version).update(
         **{
             "status": status,
             "status_message": message,
             "version": version + 1,
-            "updated_at": now(),
+            "updated_at": moment,
             "drifted": False,
             **columns,
         }
@@ -73,6 +84,18 @@ async def write_status(
     for name, value in {"status": status, "status_message": message, "drifted": False, **columns}.items():
         setattr(subject, name, value)
     subject.version = version + 1
+    await _meter(kind, subject, previous, moment, recovered)
+
+
+async def _meter(kind: RunKind[S], subject: S, previous: Enum, moment: datetime, recovered: bool) -> None:
+    """The usage meter after a status change (see `RunKind.meter_starts`): nothing to do unless the
+    new status starts the meter or the old one may have had it running."""
+    if subject.status in kind.meter_starts:
+        holding = kind.holding(subject)
+        if holding is not None:
+            await (meter.resume if recovered else meter.hold)(subject.id, holding, moment)
+    elif subject.status not in kind.meter_keeps and previous in kind.meter_keeps:
+        await meter.release(subject.id, moment)
 
 
 async def announce(kind: RunKind[S], subject: S, *, deleted: bool = False) -> None:
@@ -82,7 +105,9 @@ async def announce(kind: RunKind[S], subject: S, *, deleted: bool = False) -> No
 
 async def remove(kind: RunKind[S], subject: S) -> None:
     """The subject is gone: subscribers learn it (a last event, one version on), then the row goes
-    (its runs with it)."""
+    (its runs with it). Its meter stops: the usage intervals stay, as history."""
+    if subject.status in kind.meter_keeps:
+        await meter.release(subject.id, now())
     subject.version += 1
     await announce(kind, subject, deleted=True)
     await subject.delete()
@@ -296,7 +321,7 @@ async def report_drift(kind: RunKind[S], subject_id: str, failed: bool, reason: 
                 kind, subject, kind.failed, f"drift: {reason or kind.drift_reason}", drifted=True
             )
         elif not failed and subject.status == kind.failed and subject.drifted:
-            await write_status(kind, subject, kind.healthy, None)
+            await write_status(kind, subject, kind.healthy, None, recovered=True)
         else:
             return False
         await announce(kind, subject)

@@ -3,6 +3,7 @@ import { useDisclosure } from "@mantine/hooks";
 import {
   IconApps,
   IconBox,
+  IconChartBar,
   IconChevronDown,
   IconCpu,
   IconDashboard,
@@ -100,6 +101,7 @@ export function Layout() {
             <Item to={`${base}/catalog`} label="Catalog" icon={<IconLayoutGrid size={16} />} />
             <Item to={`${base}/instances`} label="Compute Instances" icon={<IconCpu size={16} />} />
             <Item to={`${base}/services`} label="Service Instances" icon={<IconApps size={16} />} />
+            <Item to={`${base}/usage`} label="Usage" icon={<IconChartBar size={16} />} />
             {isAdmin && (
               <>
                 <Divider my="sm" label="Studio" labelPosition="left" />
