@@ -33,13 +33,22 @@ from gpupaas.service_instances.graphql import (
     ServiceInstanceSubscription,
 )
 from gpupaas.settings import Settings
+from gpupaas.webhooks.graphql import WebhooksMutation, WebhooksQuery
 from graphql import GraphQLError
 
 wiring.bind()
 
 Query = merge_types(
     "Query",
-    (AccountsQuery, CatalogQuery, ComputeQuery, ClustersQuery, GpuServiceQuery, ServiceInstanceQuery),
+    (
+        AccountsQuery,
+        CatalogQuery,
+        ComputeQuery,
+        ClustersQuery,
+        GpuServiceQuery,
+        ServiceInstanceQuery,
+        WebhooksQuery,
+    ),
 )
 Mutation = merge_types(
     "Mutation",
@@ -50,6 +59,7 @@ Mutation = merge_types(
         ClustersMutation,
         GpuServiceMutation,
         ServiceInstanceMutation,
+        WebhooksMutation,
     ),
 )
 Subscription = merge_types("Subscription", (ComputeSubscription, ServiceInstanceSubscription))

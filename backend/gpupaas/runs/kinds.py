@@ -24,6 +24,7 @@ from gpupaas.provisioning.plan import Plan
 from gpupaas.provisioning.registry import ClusterTarget
 from gpupaas.runs.models import DeploymentRun
 from gpupaas.runs.states import RunAction
+from gpupaas.webhooks.models import WebhookEvent
 
 
 class Subject(Protocol):
@@ -32,6 +33,7 @@ class Subject(Protocol):
 
     id: uuid.UUID
     project_id: uuid.UUID
+    name: str
     status_message: str | None
     version: int
     drifted: bool
@@ -92,6 +94,9 @@ class RunKind(ABC, Generic[S]):
     failed: ClassVar[Enum]
     drift_reason: ClassVar[str]
     retry_hint: ClassVar[str]
+    # The webhook events of reaching `healthy` and `failed` (runs.lifecycle publishes them).
+    success_event: ClassVar[WebhookEvent]
+    failed_event: ClassVar[WebhookEvent]
 
     # ---------------------------------------------------------------- runs and subjects
 

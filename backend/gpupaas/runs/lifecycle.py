@@ -9,7 +9,10 @@ on every database a status write is conditional on the version read (`write_stat
 
 The functions that take no transaction of their own (`queue`, `write_status`, `announce`, `locked`,
 `remove`) run inside the caller's; the others open one. After a transaction that added outbox rows,
-`outbox.notify()` wakes the relay.
+`outbox.notify()` wakes the relay (and the webhook dispatchers).
+
+A status write that reaches the kind's healthy or failed status also queues the project's webhook
+deliveries for it (`webhooks.service.publish`), in the same transaction.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from gpupaas.events import outbox
 from gpupaas.runs.kinds import Claimed, RunKind, Subject
 from gpupaas.runs.models import DeploymentRun
 from gpupaas.runs.states import FINISHED_RUNS, RunAction, RunStatus
+from gpupaas.webhooks import service as webhooks
 
 S = TypeVar("S", bound=Subject)
 
@@ -73,6 +77,25 @@ async def write_status(
     for name, value in {"status": status, "status_message": message, "drifted": False, **columns}.items():
         setattr(subject, name, value)
     subject.version = version + 1
+    await _publish(kind, subject, status, message)
+
+
+async def _publish(kind: RunKind[S], subject: S, status: Enum, message: str | None) -> None:
+    """The webhook event of reaching the healthy or the failed status (none for the others)."""
+    if status == kind.healthy:
+        event = kind.success_event
+    elif status == kind.failed:
+        event = kind.failed_event
+    else:
+        return
+    data = {
+        "id": str(subject.id),
+        "name": subject.name,
+        "status": status.value,
+        "message": message,
+        "drifted": subject.drifted,
+    }
+    await webhooks.publish(subject.project_id, event, data)
 
 
 async def announce(kind: RunKind[S], subject: S, *, deleted: bool = False) -> None:
