@@ -96,11 +96,11 @@ def literal_address(host: str) -> IPAddress | None:
 
 
 def refusal(address: str) -> str | None:
-    """Why a webhook may not send to the address (None: it may, it is a global one)."""
+    """What the address is that a webhook may not send to (None: it may, it is a global one)."""
     try:
         ip: IPAddress = ipaddress.ip_address(address)
     except ValueError:
-        return f"{address} is not an IP address"
+        return "not an IP address"
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped  # ::ffff:127.0.0.1 is 127.0.0.1
     if ip.is_loopback:
@@ -117,7 +117,7 @@ def refusal(address: str) -> str | None:
         what = "not a public address"
     else:
         return None
-    return f"{address} is {what}"
+    return what
 
 
 async def resolve_checked(target: Target, allow_private: bool, resolve: Resolver) -> str:
@@ -137,8 +137,8 @@ async def resolve_checked(target: Target, allow_private: bool, resolve: Resolver
             raise DestinationRefused(f"{target.host} does not resolve (DNS): no address")
     if not allow_private:
         for address in addresses:
-            why = refusal(address)
-            if why is not None:
-                named = "" if literal is not None else f"{target.host} resolves to "
-                raise DestinationRefused(f"{named}{why}: refused ({ALLOW_HINT})")
+            what = refusal(address)
+            if what is not None:
+                where = f"{address} is" if literal is not None else f"{target.host} resolves to {address},"
+                raise DestinationRefused(f"{where} {what}: not allowed ({ALLOW_HINT})")
     return addresses[0]
