@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +23,7 @@ from gpupaas.webhooks.models import DeliveryStatus, Webhook, WebhookAttempt, Web
 from tests.factories import platform_actor
 from tests.webhooks.conftest import Answer, Clock, DispatcherFactory, Receiver
 
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 EVENTS = [WebhookEvent.COMPUTE_INSTANCE_FAILED, WebhookEvent.QUOTA_REACHED]
 
 
@@ -359,3 +362,29 @@ async def test_publish_needs_no_caller(db: object) -> None:
     )
     [delivery] = await service.publish(project.id, WebhookEvent.AUTO_STOP_WARNING, {"in": "15m"})
     assert delivery.webhook_id == hook.id and json.loads(delivery.body)["project"]["name"] == "ml"
+
+
+async def test_the_readmes_verification_example_accepts_a_delivery(
+    db: object, receiver: Receiver, dispatcher: DispatcherFactory
+) -> None:
+    """The README's receiver code, run as written, on a real delivery signed at the real time."""
+    from gpupaas.webhooks.dispatch import Dispatcher
+    from tests.conftest import SECRET_KEY
+    from tests.webhooks.conftest import POLICY
+
+    section = README.split("## Webhooks", 1)[1].split("\n## ", 1)[0]
+    [code] = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    scope: dict[str, Any] = {}
+    exec(compile(code, "README.md", "exec"), scope)
+    verify = scope["verify_gpupaas"]
+    webhook, secret = await hook_to(f"{receiver.url}/hook")
+    await publish(webhook)
+    sender = Dispatcher(SECRET_KEY, POLICY)  # the real clock: the example checks against time.time()
+    try:
+        await sender.dispatch_due()
+    finally:
+        await sender.aclose()
+    [got] = receiver.requests
+    assert verify(secret, got.headers, got.body)
+    assert not verify(secret, got.headers, got.body.replace(b"gpus", b"cpus"))
+    assert not verify("whsec_wrong", got.headers, got.body)
