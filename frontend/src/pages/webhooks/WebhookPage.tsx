@@ -87,7 +87,7 @@ export function WebhookPage() {
           <EmptyState title="Nothing sent yet">Send a test event to see how the receiver answers.</EmptyState>
         ) : (
           <Stack>
-            <Accordion variant="separated" multiple>
+            <Accordion variant="separated" multiple transitionDuration={0}>
               {hook.deliveries.edges.map(({ node }) => (
                 <DeliveryItem key={node.id} delivery={node} />
               ))}

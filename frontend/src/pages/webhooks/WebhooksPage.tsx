@@ -85,7 +85,7 @@ export function WebhooksPage() {
             <Table.Tbody>
               {data.webhooks.map((hook) => (
                 <Table.Tr key={hook.id} data-testid={`webhook-${hook.id}`}>
-                  <Table.Td maw={360}>
+                  <Table.Td miw={240} maw={360}>
                     <Anchor component={Link} to={hook.id} ff="monospace" size="sm" style={{ wordBreak: "break-all" }}>
                       {hook.url}
                     </Anchor>
