@@ -388,3 +388,51 @@ async def test_the_readmes_verification_example_accepts_a_delivery(
     assert verify(secret, got.headers, got.body)
     assert not verify(secret, got.headers, got.body.replace(b"gpus", b"cpus"))
     assert not verify("whsec_wrong", got.headers, got.body)
+
+
+async def test_a_disabled_webhooks_waiting_deliveries_are_not_sent(
+    db: object, receiver: Receiver, dispatcher: DispatcherFactory
+) -> None:
+    webhook, _ = await hook_to(f"{receiver.url}/hook")
+    delivery = await publish(webhook)
+    root = await platform_actor()
+    await service.update_webhook(root, str(webhook.id), service.WebhookIn(enabled=False), allow_private=True)
+    test = await service.send_test_event(root, str(webhook.id))  # a test event still goes
+    assert await dispatcher().dispatch_due() == 2
+    row = await WebhookDelivery.get(id=delivery.id)
+    assert (row.status, row.last_error, row.attempts) == (
+        DeliveryStatus.FAILED,
+        "not sent: the webhook was disabled",
+        0,
+    )
+    assert (await WebhookDelivery.get(id=test.id)).status == DeliveryStatus.DELIVERED
+    assert [r.headers["x-gpupaas-event"] for r in receiver.requests] == ["TEST"]
+
+
+async def test_an_answer_with_nul_bytes_is_kept_without_them(
+    db: object, receiver: Receiver, dispatcher: DispatcherFactory
+) -> None:
+    webhook, _ = await hook_to(f"{receiver.url}/hook")
+    receiver.answers = [Answer(500, b"bad\x00\xffthing")]
+    delivery = await publish(webhook)
+    await dispatcher().dispatch_due()
+    [attempt] = await attempts(delivery)
+    assert attempt.response_excerpt == "bad\ufffd\ufffdthing"
+
+
+async def test_finished_deliveries_leave_the_log_after_their_days(
+    db: object, receiver: Receiver, dispatcher: DispatcherFactory, clock: Clock
+) -> None:
+    webhook, _ = await hook_to(f"{receiver.url}/hook")
+    old = await publish(webhook)
+    sender = dispatcher(keep_days=2.0)
+    await sender.dispatch_due()
+    clock.advance(86400)
+    waiting = await publish(webhook)  # queued, not yet sent: kept whatever its age
+    await sender._sweep()
+    assert await WebhookDelivery.filter(id=old.id).exists()
+    clock.advance(86400 * 1.5)
+    await sender._sweep()
+    assert not await WebhookDelivery.filter(id=old.id).exists()
+    assert not await WebhookAttempt.filter(delivery_id=old.id).exists()
+    assert await WebhookDelivery.filter(id=waiting.id).exists()

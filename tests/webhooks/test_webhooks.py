@@ -152,6 +152,8 @@ async def test_every_field_is_checked(
         ("http://[::ffff:127.0.0.1]/hook", "is a loopback address"),
         ("http://0.0.0.0/hook", "0.0.0.0 is"),
         ("http://100.64.0.1/hook", "100.64.0.1 is not a public address"),
+        ("http://[2002:7f00:1::]/hook", "2002:7f00:1:: is a loopback address"),
+        ("http://[fd00::1]/hook", "fd00::1 is a private address"),
     ],
 )
 async def test_destinations_that_are_not_public_are_refused_when_saved(

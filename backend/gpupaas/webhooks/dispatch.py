@@ -32,7 +32,13 @@ from tortoise.transactions import in_transaction
 from gpupaas.core.crypto import DecryptionError, Sealer
 from gpupaas.events import outbox
 from gpupaas.webhooks import netguard, signing
-from gpupaas.webhooks.models import DeliveryStatus, Webhook, WebhookAttempt, WebhookDelivery
+from gpupaas.webhooks.models import (
+    DeliveryStatus,
+    Webhook,
+    WebhookAttempt,
+    WebhookDelivery,
+    WebhookEvent,
+)
 
 log = logging.getLogger("gpupaas.webhooks")
 
@@ -202,6 +208,16 @@ class Dispatcher:
         begun = time.perf_counter()
         if webhook is None:  # deleted meanwhile: its deliveries went with it
             return
+        if not webhook.enabled and row.event != WebhookEvent.TEST:
+            # switched off after the event: it is not sent (a test event still is)
+            await WebhookDelivery.filter(id=row.id, claimed_by=self.name).update(
+                status=DeliveryStatus.FAILED,
+                finished_at=started,
+                last_error="not sent: the webhook was disabled",
+                claimed_by=None,
+                claimed_until=None,
+            )
+            return
         number = row.attempts + 1
         try:
             outcome = await self.send(webhook, row, started)
@@ -300,7 +316,8 @@ class Dispatcher:
                     break
         finally:
             await response.aclose()
-        excerpt = taken.decode("utf-8", errors="replace")[:RESPONSE_EXCERPT] or None
+        # PostgreSQL keeps no NUL in text, and a log shows none either
+        excerpt = taken.decode("utf-8", errors="replace").replace("\x00", "\ufffd")[:RESPONSE_EXCERPT] or None
         problem = None
         if 300 <= response.status_code < 400:
             where = response.headers.get("location", "")

@@ -101,8 +101,9 @@ def refusal(address: str) -> str | None:
         ip: IPAddress = ipaddress.ip_address(address)
     except ValueError:
         return "not an IP address"
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped  # ::ffff:127.0.0.1 is 127.0.0.1
+    if isinstance(ip, ipaddress.IPv6Address):
+        # ::ffff:127.0.0.1 is 127.0.0.1, and 2002:7f00:1:: (6to4) carries it too
+        ip = ip.ipv4_mapped or ip.sixtofour or ip
     if ip.is_loopback:
         what = "a loopback address"
     elif ip.is_link_local:
