@@ -436,3 +436,19 @@ async def test_finished_deliveries_leave_the_log_after_their_days(
     assert not await WebhookDelivery.filter(id=old.id).exists()
     assert not await WebhookAttempt.filter(delivery_id=old.id).exists()
     assert await WebhookDelivery.filter(id=waiting.id).exists()
+
+
+async def test_two_dispatchers_send_each_delivery_once(
+    db: object, receiver: Receiver, dispatcher: DispatcherFactory
+) -> None:
+    """Several processes share the deliveries through their claims (SKIP LOCKED on PostgreSQL)."""
+    webhook, _ = await hook_to(f"{receiver.url}/hook")
+    made = [await publish(webhook) for _ in range(6)]
+    first, second = dispatcher(), dispatcher()
+    tried = await asyncio.gather(first.dispatch_due(), second.dispatch_due())
+    assert sum(tried) == 6
+    assert sorted(r.headers["x-gpupaas-delivery"] for r in receiver.requests) == sorted(
+        str(d.id) for d in made
+    )
+    assert await WebhookAttempt.all().count() == 6
+    assert await WebhookDelivery.filter(status=DeliveryStatus.DELIVERED).count() == 6
