@@ -244,6 +244,7 @@ def operations(ids: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
             {"id": ids["webhook"]},
         ),
         ("mutation($id: ID!) { deleteWebhook(id: $id) { userErrors { code } } }", {"id": "x"}),
+        ("mutation($id: ID!) { rotateWebhookSecret(id: $id) { userErrors { code } } }", {"id": "x"}),
     ]
 
 

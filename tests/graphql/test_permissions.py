@@ -296,6 +296,7 @@ CASES: dict[str, list[Case]] = {
     "Mutation.updateWebhook": [Case(lambda w: {"input": {"id": w.webhook, "enabled": False}}, WRITE)],
     "Mutation.deleteWebhook": [Case(lambda w: {"id": w.take("webhooks")}, WRITE)],
     "Mutation.sendWebhookTestEvent": [Case(lambda w: {"id": w.webhook}, WRITE)],
+    "Mutation.rotateWebhookSecret": [Case(lambda w: {"id": w.webhook}, WRITE)],
 }
 
 

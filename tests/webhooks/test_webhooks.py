@@ -301,3 +301,33 @@ async def test_the_log_pages_newest_first(gql: GraphQLClient, people: dict[str, 
         )
     )["webhook"]["deliveries"]
     assert len(rest["edges"]) == 1 and rest["pageInfo"]["hasNextPage"] is False
+
+
+ROTATE = """
+mutation($id: ID!) { rotateWebhookSecret(id: $id) { webhook { id } secret userErrors { code message } } }"""
+
+
+async def test_a_new_secret_replaces_the_old_one(
+    hooks_gql: GraphQLClient, people: dict[str, Person], receiver: Receiver, dispatcher: DispatcherFactory
+) -> None:
+    from gpupaas.webhooks import signing
+
+    token = people["alice"].token
+    made = await create(hooks_gql, token, url=f"{receiver.url}/hook")
+    old = made["secret"]
+    rotated = (await hooks_gql.data(ROTATE, {"id": made["webhook"]["id"]}, token=token))[
+        "rotateWebhookSecret"
+    ]
+    assert rotated["userErrors"] == [] and rotated["webhook"]["id"] == made["webhook"]["id"]
+    new = rotated["secret"]
+    assert new.startswith("whsec_") and new != old
+    # what is sent from now on is signed with the new secret, not the old one
+    await hooks_gql.data(TEST, {"id": made["webhook"]["id"]}, token=token)
+    await dispatcher().dispatch_due()
+    [got] = receiver.requests
+    stamp, signature = got.headers["x-gpupaas-timestamp"], got.headers["x-gpupaas-signature"]
+    assert signing.verify(new, stamp, got.body, signature, now=int(stamp))
+    assert not signing.verify(old, stamp, got.body, signature, now=int(stamp))
+    # a member may not
+    member = await hooks_gql(ROTATE, {"id": made["webhook"]["id"]}, token=people["bob"].token)
+    assert member["errors"][0]["extensions"]["code"] == "FORBIDDEN"

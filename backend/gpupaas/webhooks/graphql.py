@@ -147,6 +147,13 @@ class CreateWebhookPayload:
 
 
 @strawberry.type
+class RotateWebhookSecretPayload:
+    webhook: WebhookType | None
+    secret: str | None = strawberry.field(description="The new signing secret: shown this once, never again.")
+    user_errors: list[UserError]
+
+
+@strawberry.type
 class WebhookDeliveryPayload:
     delivery: WebhookDeliveryType | None
     user_errors: list[UserError]
@@ -194,6 +201,18 @@ class WebhooksMutation:
             )
         )
         return WebhookPayload(webhook=WebhookType.of(webhook) if webhook else None, user_errors=errors)
+
+    @strawberry.mutation(
+        description="A new signing secret for the webhook (the old one stops signing at once), shown once."
+    )
+    async def rotate_webhook_secret(self, info: Info, id: strawberry.ID) -> RotateWebhookSecretPayload:
+        made, errors = await attempt(
+            service.rotate_secret(info.context.actor, id, secret_key=info.context.settings.secret_key)
+        )
+        if made is None:
+            return RotateWebhookSecretPayload(webhook=None, secret=None, user_errors=errors)
+        webhook, secret = made
+        return RotateWebhookSecretPayload(webhook=WebhookType.of(webhook), secret=secret, user_errors=[])
 
     @strawberry.mutation(description="Its delivery log goes with it; deliveries not yet sent never are.")
     async def delete_webhook(self, info: Info, id: strawberry.ID) -> DeletePayload:

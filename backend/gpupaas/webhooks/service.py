@@ -44,6 +44,7 @@ __all__ = [
     "get_webhook",
     "list_webhooks",
     "publish",
+    "rotate_secret",
     "send_test_event",
     "update_webhook",
 ]
@@ -202,6 +203,16 @@ async def update_webhook(
         webhook.enabled = data.enabled
     await webhook.save()
     return webhook
+
+
+async def rotate_secret(actor: Actor, webhook_id: str, *, secret_key: str) -> tuple[Webhook, str]:
+    """A new signing secret, shown this once; the old one signs nothing from now on (attempts
+    still waiting are signed with the new one)."""
+    webhook = await _require_webhook(actor, webhook_id, ("id",))
+    secret = new_secret()
+    webhook.secret_sealed = Sealer(secret_key).seal(secret)
+    await webhook.save(update_fields=["secret_sealed", "updated_at"])
+    return webhook, secret
 
 
 async def delete_webhook(actor: Actor, webhook_id: str) -> str:

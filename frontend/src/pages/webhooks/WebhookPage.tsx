@@ -1,8 +1,9 @@
-import { Accordion, Anchor, Badge, Button, Code, Group, Stack, Switch, Table, Text, Title } from "@mantine/core";
+import { Accordion, Anchor, Badge, Button, Code, Group, Modal, Stack, Switch, Table, Text, Title } from "@mantine/core";
+import { notifications } from "@mantine/notifications";
 import { IconArrowLeft, IconRefresh, IconSend } from "@tabler/icons-react";
 import { useEffect, useState } from "react";
 import { Link, useNavigate, useParams } from "react-router-dom";
-import { useQuery } from "urql";
+import { useMutation, useQuery } from "urql";
 
 import { useProject } from "../../app/project";
 import { ConfirmButton } from "../../components/ConfirmButton";
@@ -11,8 +12,8 @@ import { describeError } from "../../components/errors";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
 import type { WebhookLogQuery } from "../../gql/graphql";
 import { DeliveryStatusBadge, EventBadges, eventLabel } from "./common";
-import { WebhookLogDocument } from "./queries";
-import { useWebhookActions } from "./WebhooksPage";
+import { WebhookLogDocument, WebhookRotateDocument } from "./queries";
+import { SecretOnce, useWebhookActions } from "./WebhooksPage";
 
 type Delivery = NonNullable<WebhookLogQuery["webhook"]>["deliveries"]["edges"][number]["node"];
 
@@ -30,7 +31,22 @@ export function WebhookPage() {
   const [{ data, error, fetching }, refetch] = useQuery({ query: WebhookLogDocument, variables: { id, first }, requestPolicy: "cache-and-network" });
   const reload = () => refetch({ requestPolicy: "network-only" });
   const actions = useWebhookActions(reload);
+  const [, rotate] = useMutation(WebhookRotateDocument);
+  const [secret, setSecret] = useState<string | null>(null);
   const hook = data?.webhook;
+  const newSecret = async () => {
+    const result = await rotate({ id });
+    const payload = result.data?.rotateWebhookSecret;
+    if (!payload?.secret) {
+      notifications.show({
+        color: "red",
+        title: "Could not make a new secret",
+        message: payload?.userErrors.map((e) => e.message).join("; ") ?? describeError(result.error) ?? "No answer",
+      });
+      return;
+    }
+    setSecret(payload.secret);
+  };
   const pending = hook?.deliveries.edges.some((e) => e.node.status === "PENDING") ?? false;
   useEffect(() => {
     if (!pending) return;
@@ -62,6 +78,15 @@ export function WebhookPage() {
           <Button leftSection={<IconSend size={16} />} onClick={() => void actions.sendTest(hook)}>
             Send test event
           </Button>
+          <ConfirmButton
+            color="orange"
+            variant="light"
+            label="New secret"
+            title="Make a new signing secret?"
+            message="The current secret stops signing at once: update your receiver with the new one, which is shown once."
+            confirmLabel="Make a new secret"
+            onConfirm={newSecret}
+          />
           <ConfirmButton
             color="red"
             variant="light"
@@ -102,6 +127,9 @@ export function WebhookPage() {
           </Stack>
         )}
       </Panel>
+      <Modal opened={secret !== null} onClose={() => setSecret(null)} title="New signing secret" size="lg" centered>
+        {secret && <SecretOnce secret={secret} onDone={() => setSecret(null)} />}
+      </Modal>
     </Stack>
   );
 }

@@ -150,4 +150,16 @@ describe("webhooks", () => {
     expect(within(delivery).getByText("thanks")).toBeInTheDocument();
     expect(within(delivery).getByText("34 ms")).toBeInTheDocument();
   });
+
+  it("makes a new secret and shows it once", async () => {
+    const { calls } = render(<WebhookPage />, "/p/ml/studio/webhooks/w1", "/p/:project/studio/webhooks/:id", {
+      WebhookLog: { data: { webhook: { ...HOOK, deliveries: { totalCount: 0, pageInfo: { hasNextPage: false, endCursor: null }, edges: [] } } } },
+      WebhookRotate: { data: { rotateWebhookSecret: { webhook: HOOK, secret: "whsec_new", userErrors: [] } } },
+    });
+    expect(await screen.findByText("Nothing sent yet")).toBeInTheDocument();
+    fireEvent.click(screen.getByRole("button", { name: "New secret" }));
+    fireEvent.click(within(await screen.findByRole("dialog")).getByRole("button", { name: "Make a new secret" }));
+    expect(await screen.findByTestId("webhook-secret")).toHaveTextContent("whsec_new");
+    expect(calls.find((c) => c.name === "WebhookRotate")?.variables).toEqual({ id: "w1" });
+  });
 });

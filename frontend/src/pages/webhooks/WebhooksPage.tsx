@@ -217,26 +217,7 @@ function CreateWebhookModal({ project, opened, onClose, onCreated }: { project: 
   return (
     <Modal opened={opened} onClose={close} title={secret ? "Webhook added" : "Add a webhook"} size="lg" centered>
       {secret ? (
-        <Stack>
-          <Alert color="yellow" icon={<IconKey size={18} />} title="Copy the signing secret now">
-            It is shown this once. Your receiver checks each request's X-Gpupaas-Signature header with it (see the README, "Webhooks").
-          </Alert>
-          <Group gap="xs" wrap="nowrap">
-            <Code block style={{ flex: 1, wordBreak: "break-all" }} data-testid="webhook-secret">
-              {secret}
-            </Code>
-            <CopyButton value={secret}>
-              {({ copied, copy }) => (
-                <ActionIcon variant="light" onClick={copy} aria-label="Copy the secret">
-                  {copied ? <IconCheck size={16} /> : <IconCopy size={16} />}
-                </ActionIcon>
-              )}
-            </CopyButton>
-          </Group>
-          <Group justify="flex-end">
-            <Button onClick={close}>Done</Button>
-          </Group>
-        </Stack>
+        <SecretOnce secret={secret} onDone={close} />
       ) : (
         <Stack>
           <TextInput
@@ -268,5 +249,31 @@ function CreateWebhookModal({ project, opened, onClose, onCreated }: { project: 
         </Stack>
       )}
     </Modal>
+  );
+}
+
+/** A signing secret, shown the one time the API gives it, with a copy button. */
+export function SecretOnce({ secret, onDone }: { secret: string; onDone: () => void }) {
+  return (
+    <Stack>
+      <Alert color="yellow" icon={<IconKey size={18} />} title="Copy the signing secret now">
+        It is shown this once. Your receiver checks each request's X-Gpupaas-Signature header with it (see the README, "Webhooks").
+      </Alert>
+      <Group gap="xs" wrap="nowrap">
+        <Code block style={{ flex: 1, wordBreak: "break-all" }} data-testid="webhook-secret">
+          {secret}
+        </Code>
+        <CopyButton value={secret}>
+          {({ copied, copy }) => (
+            <ActionIcon variant="light" onClick={copy} aria-label="Copy the secret">
+              {copied ? <IconCheck size={16} /> : <IconCopy size={16} />}
+            </ActionIcon>
+          )}
+        </CopyButton>
+      </Group>
+      <Group justify="flex-end">
+        <Button onClick={onDone}>Done</Button>
+      </Group>
+    </Stack>
   );
 }

@@ -114,3 +114,19 @@ export const WebhookTestDocument = graphql(`
     }
   }
 `);
+
+export const WebhookRotateDocument = graphql(`
+  mutation WebhookRotate($id: ID!) {
+    rotateWebhookSecret(id: $id) {
+      webhook {
+        ...WebhookFields
+      }
+      secret
+      userErrors {
+        field
+        message
+        code
+      }
+    }
+  }
+`);
