@@ -1,7 +1,7 @@
 """The Webhooks page in a real browser: a project admin adds a webhook pointing at a real receiver
 on a loopback port, copies the secret shown once, sends a test event and reads its delivery log;
-a deploy then sends COMPUTE_INSTANCE_SUCCESS, signed with that secret; the webhook is switched off
-and deleted."""
+a new secret replaces it; a deploy then sends COMPUTE_INSTANCE_SUCCESS, signed with the new one; the
+webhook is switched off and deleted."""
 
 from __future__ import annotations
 
@@ -106,7 +106,17 @@ async def test_webhooks_page(db: object, studio: str, browser: Any) -> None:
         await expect(delivery.get_by_text("ok", exact=True)).to_be_visible()
         await screenshot(page, "webhook-delivery-log")
 
-        # a deploy that succeeds is announced
+        # a new secret, shown once, replaces the old one
+        await page.get_by_role("button", name="New secret").click()
+        await page.get_by_role("dialog").get_by_role("button", name="Make a new secret").click()
+        rotated = page.get_by_test_id("webhook-secret")
+        await expect(rotated).to_be_visible()
+        old_secret, secret = secret, (await rotated.inner_text()).strip()
+        assert secret.startswith("whsec_") and secret != old_secret
+        await page.get_by_role("button", name="Done").click()
+        await expect(page.get_by_role("dialog")).to_have_count(0)
+
+        # a deploy that succeeds is announced, signed with the new secret
         instance = await make_instance(project, profile, "gpu-box", deploy=True)
         await wait_status(instance.id, DeploymentStatus.SUCCESS, timeout=20)
         success = await _received(receiver, "COMPUTE_INSTANCE_SUCCESS")
@@ -114,6 +124,13 @@ async def test_webhooks_page(db: object, studio: str, browser: Any) -> None:
         assert body["data"]["name"] == "gpu-box" and body["project"]["name"] == "ml"
         assert signing.verify(
             secret,
+            success.headers["x-gpupaas-timestamp"],
+            success.body,
+            success.headers["x-gpupaas-signature"],
+            now=int(time.time()),
+        )
+        assert not signing.verify(
+            old_secret,
             success.headers["x-gpupaas-timestamp"],
             success.body,
             success.headers["x-gpupaas-signature"],
