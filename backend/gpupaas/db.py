@@ -24,6 +24,7 @@ MODEL_MODULES = [
     "gpupaas.service_instances.models",
     "gpupaas.provisioning.models",
     "gpupaas.quotas.models",
+    "gpupaas.webhooks.models",
 ]
 
 

@@ -1,6 +1,6 @@
-"""The background parts of a gpupaas process: the bus, the outbox relay, the status broadcaster
-and (in the embedded default, or `gpupaas worker`) a worker with its driver, its drift watch and
-the simulated services' endpoints.
+"""The background parts of a gpupaas process: the bus, the outbox relay, the webhook dispatcher,
+the status broadcaster and (in the embedded default, or `gpupaas worker`) a worker with its driver,
+its drift watch and the simulated services' endpoints.
 
 `gpupaas serve` starts all that its settings ask for inside the app's lifespan; `gpupaas worker`
 starts the bus, the relay and the worker only.
@@ -19,6 +19,7 @@ from gpupaas.provisioning.drivers.simulated.endpoints import SimulatedEndpoints
 from gpupaas.provisioning.registry import DriverRegistry
 from gpupaas.service_instances.endpoints import wanted_endpoints
 from gpupaas.settings import Settings
+from gpupaas.webhooks.dispatch import DeliveryPolicy, Dispatcher
 from gpupaas.workers.drift import DriftWatcher
 from gpupaas.workers.worker import Worker, WorkerSettings
 
@@ -56,6 +57,17 @@ def worker_settings(settings: Settings) -> WorkerSettings:
     )
 
 
+def delivery_policy(settings: Settings) -> DeliveryPolicy:
+    return DeliveryPolicy(
+        allow_private_networks=settings.webhook_allow_private_networks,
+        timeout_seconds=settings.webhook_timeout_seconds,
+        max_attempts=settings.webhook_max_attempts,
+        backoff_seconds=settings.webhook_backoff_seconds,
+        max_backoff_seconds=settings.webhook_max_backoff_seconds,
+        keep_days=settings.webhook_log_days,
+    )
+
+
 class Runtime:
     def __init__(
         self,
@@ -72,6 +84,8 @@ class Runtime:
         self.bus = bus or make_bus(settings)
         self.drivers = drivers or DriverRegistry(settings, simulated=driver)
         self.relay = Relay(self.bus)
+        # Every process sends webhook deliveries; several share them through their claims.
+        self.webhooks = Dispatcher(settings.secret_key, delivery_policy(settings))
         self.broadcaster = StatusBroadcaster(self.bus) if serve_api else None
         worker_wanted = settings.run_worker if run_worker is None else run_worker
         self.worker = Worker(self.bus, self.drivers, worker_settings(settings)) if worker_wanted else None
@@ -97,12 +111,14 @@ class Runtime:
         if self.endpoints is not None:
             await self.endpoints.start()
         await self.relay.start()
+        await self.webhooks.start()
         self._started = True
 
     async def stop(self) -> None:
         if not self._started:
             return
         self._started = False
+        await self.webhooks.stop()
         await self.relay.stop()
         if self.endpoints is not None:
             await self.endpoints.stop()

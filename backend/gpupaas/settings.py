@@ -190,6 +190,15 @@ class Settings:
     # Owners (compute/owners.py): whether a project MEMBER sees the project's instances that other
     # members own (read-only, without their secrets), or only their own.
     members_see_all_instances: bool = True
+    # Webhooks (webhooks/dispatch.py): whether receivers may be on loopback, private or link-local
+    # addresses (on-prem receivers, tests); each attempt's deadline; attempts before a delivery
+    # fails; the first retry's wait, doubling up to the cap; how long finished deliveries are kept.
+    webhook_allow_private_networks: bool = False
+    webhook_timeout_seconds: float = 10.0
+    webhook_max_attempts: int = 8
+    webhook_backoff_seconds: float = 10.0
+    webhook_max_backoff_seconds: float = 3600.0
+    webhook_log_days: float = 30.0
 
     @property
     def is_sqlite(self) -> bool:
@@ -253,4 +262,10 @@ class Settings:
             ws_compression=_bool(env, "GPUPAAS_WS_COMPRESSION", False),
             ws_recheck_seconds=_float(env, "GPUPAAS_WS_RECHECK_SECONDS", 60.0, minimum=1.0),
             members_see_all_instances=_bool(env, "GPUPAAS_MEMBERS_SEE_ALL_INSTANCES", True),
+            webhook_allow_private_networks=_bool(env, "GPUPAAS_WEBHOOK_ALLOW_PRIVATE_NETWORKS", False),
+            webhook_timeout_seconds=_float(env, "GPUPAAS_WEBHOOK_TIMEOUT_SECONDS", 10.0, minimum=0.1),
+            webhook_max_attempts=_int(env, "GPUPAAS_WEBHOOK_MAX_ATTEMPTS", 8, minimum=1),
+            webhook_backoff_seconds=_float(env, "GPUPAAS_WEBHOOK_BACKOFF_SECONDS", 10.0),
+            webhook_max_backoff_seconds=_float(env, "GPUPAAS_WEBHOOK_MAX_BACKOFF_SECONDS", 3600.0),
+            webhook_log_days=_float(env, "GPUPAAS_WEBHOOK_LOG_DAYS", 30.0, minimum=0.01),
         )

@@ -226,6 +226,25 @@ def operations(ids: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
                 ("transferServiceInstance", "service"),
             )
         ),
+        ("query($p: String!) { webhooks(project: $p) { url } }", {"p": "ml"}),
+        (
+            "query($id: ID!, $a: String) { webhook(id: $id) { deliveries(after: $a) { totalCount } } }",
+            {"id": ids["webhook"], "a": "x"},
+        ),
+        (
+            "mutation($input: CreateWebhookInput!) { createWebhook(input: $input) { userErrors { code } } }",
+            {"input": {"project": "ml", "url": "https://93.184.216.34/h", "events": ["QUOTA_REACHED"]}},
+        ),
+        (
+            "mutation($input: UpdateWebhookInput!) { updateWebhook(input: $input) { userErrors { code } } }",
+            {"input": {"id": ids["webhook"], "url": "https://93.184.216.34/h"}},
+        ),
+        (
+            "mutation($id: ID!) { sendWebhookTestEvent(id: $id) { userErrors { code } } }",
+            {"id": ids["webhook"]},
+        ),
+        ("mutation($id: ID!) { deleteWebhook(id: $id) { userErrors { code } } }", {"id": "x"}),
+        ("mutation($id: ID!) { rotateWebhookSecret(id: $id) { userErrors { code } } }", {"id": "x"}),
     ]
 
 
@@ -248,6 +267,18 @@ INSTANCE_TEMPLATE = {
     ],
     "env": [{"key": "K", "value": "v"}],
 }
+
+
+async def _webhook() -> str:
+    from gpupaas.webhooks import service as webhooks
+    from gpupaas.webhooks.models import WebhookEvent
+    from tests.factories import platform_actor
+
+    data = webhooks.WebhookIn(url="https://93.184.216.34/h", events=[WebhookEvent.QUOTA_REACHED])
+    hook, _ = await webhooks.create_webhook(
+        await platform_actor(), "ml", data, secret_key="k" * 64, allow_private=False
+    )
+    return str(hook.id)
 
 
 def string_paths(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
@@ -287,6 +318,7 @@ async def test_hostile_text_in_every_string_argument(db: object, gql: GraphQLCli
         "instance_template": await _instance_template(),
     }
     ids["service"] = await _service_instance(ids)
+    ids["webhook"] = await _webhook()
     failures = []
     for query, variables in operations(ids):
         for path in string_paths(variables):

@@ -101,6 +101,7 @@ class World:
     instance_template: str
     global_instance_template: str
     spares: dict[str, list[str]] = field(default_factory=dict)
+    webhook: str = ""  # a webhook of "ml"
 
     def take(self, what: str) -> str:
         return self.spares[what].pop()
@@ -115,6 +116,8 @@ class Case:
 
 
 RESOURCES = {"cpu": "1", "memory": "1Gi", "storage": "1Gi", "gpuCount": 0, "gpuVendor": "CPU"}
+# A public address (no DNS asked): saved webhooks are never sent in the walk (no dispatcher runs).
+WEBHOOK_URL = "https://93.184.216.34/gpupaas"
 VERSION_YAML = 'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "{{ instance.namespace }}"\n'
 
 
@@ -322,6 +325,19 @@ CASES: dict[str, list[Case]] = {
         Case(lambda w: {"input": {"vendor": "NVIDIA", "model": "H100", "pricePerGpuHour": "2"}}, PLATFORM)
     ],
     "Mutation.deleteGpuPrice": [Case(lambda w: {"id": w.take("gpu_prices")}, PLATFORM)],
+    # ------------------------------------------------------------ webhooks (the project's admins)
+    "Query.webhooks": [Case(lambda w: {"project": "ml"}, WRITE)],
+    "Query.webhook": [Case(lambda w: {"id": w.webhook}, WRITE)],
+    "Mutation.createWebhook": [
+        Case(
+            lambda w: {"input": {"project": "ml", "url": WEBHOOK_URL, "events": ["COMPUTE_INSTANCE_FAILED"]}},
+            WRITE,
+        )
+    ],
+    "Mutation.updateWebhook": [Case(lambda w: {"input": {"id": w.webhook, "enabled": False}}, WRITE)],
+    "Mutation.deleteWebhook": [Case(lambda w: {"id": w.take("webhooks")}, WRITE)],
+    "Mutation.sendWebhookTestEvent": [Case(lambda w: {"id": w.webhook}, WRITE)],
+    "Mutation.rotateWebhookSecret": [Case(lambda w: {"id": w.webhook}, WRITE)],
 }
 
 
@@ -441,6 +457,7 @@ async def _world() -> tuple[World, dict[str, str | None]]:
     box = await make_instance(ml, profile, by=owner)
     await ComputeInstance.filter(id=box.id).update(status=DeploymentStatus.SUCCESS)
     services = await _services(owner, str(box.id), instance_template)
+    webhook, *webhooks = await _webhooks(admin)
     world = World(
         template=str(template.id),
         version=str(version.id),
@@ -451,6 +468,7 @@ async def _world() -> tuple[World, dict[str, str | None]]:
         service=services.pop("service")[0],
         instance_template=instance_template,
         global_instance_template=global_instance_template,
+        webhook=webhook,
         spares={
             "admin_tokens": admin_tokens,
             "leaving_members": leaving,
@@ -467,6 +485,7 @@ async def _world() -> tuple[World, dict[str, str | None]]:
             ],
             "instance_templates": instance_templates,
             "global_instance_templates": global_instance_templates,
+            "webhooks": webhooks,
             **services,
         },
     )
@@ -492,6 +511,20 @@ async def _instance_templates(project: str | None) -> list[str]:
         data = instance_templates.TemplateIn(name=_uniq("it"), vendor=Vendor.CPU, image="ubuntu")
         made.append(str((await instance_templates.create_template(root, project, data)).id))
     return made
+
+
+async def _webhooks(admin: Person) -> list[str]:
+    """A webhook of "ml", and a spare for each caller to delete."""
+    from gpupaas.webhooks import service as webhooks
+    from gpupaas.webhooks.models import WebhookEvent
+
+    actor = await accounts.actor_for(admin.user)
+    data = webhooks.WebhookIn(url=WEBHOOK_URL, events=[WebhookEvent.COMPUTE_INSTANCE_FAILED])
+    made = [
+        await webhooks.create_webhook(actor, "ml", data, secret_key="k" * 64, allow_private=False)
+        for _ in range(len(ROLES) + 1)
+    ]
+    return [str(hook.id) for hook, _ in made]
 
 
 async def _services(owner: Person, box: str, template: str) -> dict[str, list[str]]:

@@ -3,6 +3,7 @@ saving without deploying, a destroy freeing quota, and who may read and set them
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -340,3 +341,34 @@ async def test_service_instances_run_on_their_compute_instances_gpus_and_take_no
     assert started["userErrors"] == [] and started["serviceInstance"]["status"] == "PENDING"
     usage = (await gql.data(READ, {"project": "ml"}, token=bob.token))["projectQuota"]["usage"]
     assert {u["key"]: u["used"] for u in usage}["gpus"] == 2  # counted once, by the compute instance
+
+
+async def test_a_refusal_is_told_to_the_projects_webhooks_that_want_it(
+    db: object, gql: GraphQLClient
+) -> None:
+    from gpupaas.accounts import service as accounts
+    from gpupaas.accounts.models import User
+    from gpupaas.webhooks import service as webhooks
+    from gpupaas.webhooks.models import WebhookDelivery, WebhookEvent
+    from tests.conftest import SECRET_KEY
+
+    ml, people = await world()
+    root, bob = people["root"].token, people["bob"]
+    alice = await accounts.actor_for(await User.get(username="alice"))
+    for events in ([WebhookEvent.QUOTA_REACHED], [WebhookEvent.COMPUTE_INSTANCE_FAILED]):
+        await webhooks.create_webhook(
+            alice,
+            "ml",
+            webhooks.WebhookIn(url="https://93.184.216.34/gpupaas", events=events),
+            secret_key=SECRET_KEY,
+            allow_private=False,
+        )
+    assert (await set_quota(gql, root, gpus=2))["userErrors"] == []
+    four = await gpu_profile(ml, 4)
+    message = refused(await deploy(gql, await saved(ml, four, bob), bob.token))
+    # the deploy rolled back, its QUOTA_REACHED event did not: one delivery, to the webhook that wants it
+    [delivery] = await WebhookDelivery.all()
+    assert delivery.event == WebhookEvent.QUOTA_REACHED
+    body = json.loads(delivery.body)
+    assert body["type"] == "QUOTA_REACHED" and body["data"]["message"] == message, body
+    assert await ComputeInstance.filter(status="NOT_DEPLOYED").count() == 1

@@ -9,6 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from tortoise.transactions import in_transaction
 
 from gpupaas.bootstrap import seed
 from gpupaas.compute.models import ComputeInstance
@@ -198,3 +199,69 @@ async def test_drift_fails_a_healthy_subject_and_recovery_restores_it(case: Case
     await case.kind.model.filter(id=case.subject.id).update(status="FAILED", drifted=False)
     assert not await runs.report_drift(case.kind, str(case.subject.id), False, None)
     assert not await runs.report_drift(case.kind, "not-an-id", True, None)
+
+
+async def _webhook_wanting_everything(case: Case) -> Any:
+    from gpupaas.webhooks import service as webhooks
+    from gpupaas.webhooks.models import WebhookEvent
+
+    events = [e for e in WebhookEvent if e != WebhookEvent.TEST]
+    data = webhooks.WebhookIn(url="https://93.184.216.34/hook", events=events)
+    hook, _ = await webhooks.create_webhook(
+        await platform_actor(), "ml", data, secret_key=KEY, allow_private=False
+    )
+    return hook
+
+
+async def test_success_and_failure_queue_webhook_deliveries_in_the_same_transaction(case: Case) -> None:
+    import json
+
+    from gpupaas.webhooks.models import WebhookDelivery
+
+    hook = await _webhook_wanting_everything(case)
+    # a run that fails: one FAILED event of the kind, with the subject and the message
+    run = await queued(case)
+    await runs.claim(case.kind, str(run.id), "a", LEASE)
+    assert await WebhookDelivery.filter(webhook_id=hook.id).count() == 0  # the started status: none
+    assert await runs.finish(case.kind, run.id, "a", succeeded=False, message="ImagePullBackOff")
+    [failed] = await WebhookDelivery.filter(webhook_id=hook.id)
+    assert failed.event == case.kind.failed_event
+    body = json.loads(failed.body)
+    assert body["type"] == case.kind.failed_event.value and body["project"]["name"] == "ml"
+    assert body["data"] == {
+        "id": str(case.subject.id),
+        "name": case.subject.name,
+        "status": "FAILED",
+        "message": "ImagePullBackOff",
+        "drifted": False,
+    }
+    # a run that succeeds: one SUCCESS event
+    run = await queued(case)
+    await runs.claim(case.kind, str(run.id), "a", LEASE)
+    assert await runs.finish(case.kind, run.id, "a", succeeded=True, message=None)
+    events = [d.event for d in await WebhookDelivery.filter(webhook_id=hook.id).order_by("created_at")]
+    assert events == [case.kind.failed_event, case.kind.success_event]
+    # drift fails it again, and says so
+    assert await runs.report_drift(case.kind, str(case.subject.id), True, "OOMKilled")
+    last = await WebhookDelivery.filter(webhook_id=hook.id).order_by("-created_at").first()
+    assert last is not None and json.loads(last.body)["data"]["drifted"] is True
+
+
+async def test_a_status_write_rolled_back_takes_its_deliveries_with_it(case: Case) -> None:
+    from gpupaas.webhooks.models import WebhookDelivery
+
+    hook = await _webhook_wanting_everything(case)
+
+    class Abandoned(Exception):
+        pass
+
+    async def abandoned_write() -> None:
+        async with in_transaction():
+            await runs.write_status(case.kind, await fresh(case), case.kind.failed, "x")
+            assert await WebhookDelivery.filter(webhook_id=hook.id).count() == 1  # queued inside
+            raise Abandoned
+
+    with pytest.raises(Abandoned):
+        await abandoned_write()
+    assert (await fresh(case)).status != case.kind.failed
+    assert await WebhookDelivery.filter(webhook_id=hook.id).count() == 0

@@ -35,6 +35,7 @@ from gpupaas.service_instances.graphql import (
     ServiceInstanceSubscription,
 )
 from gpupaas.settings import Settings
+from gpupaas.webhooks.graphql import WebhooksMutation, WebhooksQuery
 from graphql import GraphQLError
 
 wiring.bind()
@@ -50,6 +51,7 @@ Query = merge_types(
         ServiceInstanceQuery,
         QuotasQuery,
         UsageQuery,
+        WebhooksQuery,
     ),
 )
 Mutation = merge_types(
@@ -63,6 +65,7 @@ Mutation = merge_types(
         ServiceInstanceMutation,
         QuotasMutation,
         UsageMutation,
+        WebhooksMutation,
     ),
 )
 Subscription = merge_types("Subscription", (ComputeSubscription, ServiceInstanceSubscription))

@@ -24,3 +24,5 @@ def bind() -> None:
     clusters.GPU_MODELS_ON.bind(catalog.gpu_models_on)
     # A deploy of a compute instance must fit its project's quota and its owner's.
     compute.QUOTA_CHECK.bind(quotas.check_deploy)
+    # ...and a refusal is told to the project's webhooks (QUOTA_REACHED).
+    compute.QUOTA_REFUSED.bind(quotas.report_refusal)

@@ -20,6 +20,7 @@ from gpupaas.runs.kinds import Claimed, RunKind, Work
 from gpupaas.runs.lifecycle import now
 from gpupaas.runs.models import DeploymentRun
 from gpupaas.runs.states import RunAction
+from gpupaas.webhooks.models import WebhookEvent
 
 RUN = "run"
 
@@ -65,6 +66,8 @@ class ComputeRuns(RunKind[ComputeInstance]):
             DeploymentStatus.DESTROYING,
         }
     )
+    success_event = WebhookEvent.COMPUTE_INSTANCE_SUCCESS
+    failed_event = WebhookEvent.COMPUTE_INSTANCE_FAILED
 
     def owns(self, run: DeploymentRun) -> bool:
         return run.service_id is None

@@ -9,8 +9,9 @@ written in one transaction through `runs.lifecycle`, which also carries the run'
 
 from __future__ import annotations
 
+import contextlib
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from tortoise.exceptions import IntegrityError
@@ -288,7 +289,7 @@ async def create_instance(
         )
     problems.raise_if_any()
     try:
-        async with in_transaction():
+        async with _reporting_quota_refusals(), in_transaction():
             if deploy:
                 await QUOTA_CHECK()(instance)
                 instance.status = states.after_request(Request.DEPLOY, instance.status)
@@ -379,7 +380,7 @@ async def _request_run(
     actor: Actor, instance_id: str, request: Request, action: RunAction
 ) -> ComputeInstance:
     instance = await _require_own(actor, instance_id, ("id",), request)
-    async with in_transaction():
+    async with _reporting_quota_refusals(), in_transaction():
         instance = await runs.locked(COMPUTE, instance.id)
         try:
             status = states.after_request(request, instance.status)
@@ -444,6 +445,21 @@ async def set_sharing(
 # The quota check of a deploy (bound by gpupaas.api.wiring: quotas sit above this package). Called
 # inside the transaction that accepts the deploy; raises QUOTA_EXCEEDED (quotas.service.check).
 QUOTA_CHECK: Hook[Callable[[ComputeInstance], Awaitable[None]]] = Hook("the quota check of a deploy")
+# What a quota's refusal of a deploy tells (a webhook's QUOTA_REACHED), once the deploy's transaction
+# has rolled back.
+QUOTA_REFUSED: Hook[Callable[[UserErrors], Awaitable[None]]] = Hook("the report of a quota's refusal")
+
+
+@contextlib.asynccontextmanager
+async def _reporting_quota_refusals() -> AsyncIterator[None]:
+    """Around a deploy's transaction: a QUOTA_EXCEEDED refusal is reported after the rollback
+    (in a transaction of its own), then raised as it was."""
+    try:
+        yield
+    except UserErrors as refused:
+        if any(problem.code == ErrorCode.QUOTA_EXCEEDED for problem in refused.problems):
+            await QUOTA_REFUSED()(refused)
+        raise
 
 
 # Gives the compute instance's service instances that its old owner owned to the new one too

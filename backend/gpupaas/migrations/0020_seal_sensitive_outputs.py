@@ -49,7 +49,7 @@ async def seal_sensitive_outputs(apps: Any, schema_editor: Any) -> None:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("gpupaas", "0016_usage_meter")]
+    dependencies = [("gpupaas", "0019_webhooks")]
 
     initial = False
 

@@ -35,7 +35,10 @@ from gpupaas.core.actor import Actor
 from gpupaas.core.errors import Collector, ErrorCode, Forbidden, UserErrors
 from gpupaas.core.gpus import Vendor
 from gpupaas.core.quantities import cpu_quantity, memory_quantity, parse_quantity
+from gpupaas.events import outbox
 from gpupaas.quotas.models import Quota
+from gpupaas.webhooks import service as webhooks
+from gpupaas.webhooks.models import WebhookEvent
 
 # The statuses in which a compute instance holds its resources: all but NOT_DEPLOYED.
 HOLDING = frozenset(DeploymentStatus) - {DeploymentStatus.NOT_DEPLOYED}
@@ -254,6 +257,27 @@ class QuotaExceeded(UserErrors):
 
         super().__init__([Problem(tuple(field), refusal.message, ErrorCode.QUOTA_EXCEEDED)])
         self.refusal = refusal
+
+
+async def report_refusal(refused: UserErrors) -> None:
+    """Compute's hook after a deploy a quota refused: the project's webhooks that want it get a
+    QUOTA_REACHED event (its own transaction: the deploy's rolled back)."""
+    if not isinstance(refused, QuotaExceeded):
+        return
+    refusal = refused.refusal
+    data = {
+        "project": refusal.project_name,
+        "username": refusal.username,
+        "dimension": refusal.dimension,
+        "limit": str(refusal.limit),
+        "used": str(refusal.used),
+        "asked": str(refusal.asked),
+        "instance": refusal.instance_name,
+        "message": refusal.message,
+    }
+    async with in_transaction():
+        await webhooks.publish(refusal.project_id, WebhookEvent.QUOTA_REACHED, data)
+    outbox.notify()
 
 
 def excess(limits: Limits, held: Sequence[Holding], ask: Holding) -> tuple[Line, Decimal] | None:

@@ -25,6 +25,7 @@ from gpupaas.provisioning.plan import Plan
 from gpupaas.provisioning.registry import ClusterTarget
 from gpupaas.runs.models import DeploymentRun
 from gpupaas.runs.states import RunAction
+from gpupaas.webhooks.models import WebhookEvent
 
 
 class Subject(Protocol):
@@ -33,6 +34,7 @@ class Subject(Protocol):
 
     id: uuid.UUID
     project_id: uuid.UUID
+    name: str
     status_message: str | None
     version: int
     drifted: bool
@@ -101,6 +103,9 @@ class RunKind(ABC, Generic[S]):
     # Empty: the kind holds no resources of its own.
     meter_starts: ClassVar[frozenset[Enum]] = frozenset()
     meter_keeps: ClassVar[frozenset[Enum]] = frozenset()
+    # The webhook events of reaching `healthy` and `failed` (runs.lifecycle publishes them).
+    success_event: ClassVar[WebhookEvent]
+    failed_event: ClassVar[WebhookEvent]
 
     # ---------------------------------------------------------------- runs and subjects
 

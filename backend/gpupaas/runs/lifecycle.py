@@ -9,7 +9,10 @@ on every database a status write is conditional on the version read (`write_stat
 
 The functions that take no transaction of their own (`queue`, `write_status`, `announce`, `locked`,
 `remove`) run inside the caller's; the others open one. After a transaction that added outbox rows,
-`outbox.notify()` wakes the relay.
+`outbox.notify()` wakes the relay (and the webhook dispatchers).
+
+A status write that reaches the kind's healthy or failed status also queues the project's webhook
+deliveries for it (`webhooks.service.publish`), in the same transaction.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from gpupaas.metering import meter
 from gpupaas.runs.kinds import Claimed, RunKind, Subject
 from gpupaas.runs.models import DeploymentRun
 from gpupaas.runs.states import FINISHED_RUNS, RunAction, RunStatus
+from gpupaas.webhooks import service as webhooks
 
 S = TypeVar("S", bound=Subject)
 
@@ -85,6 +89,7 @@ async def write_status(
         setattr(subject, name, value)
     subject.version = version + 1
     await _meter(kind, subject, previous, moment, recovered)
+    await _publish(kind, subject, status, message)
 
 
 async def _meter(kind: RunKind[S], subject: S, previous: Enum, moment: datetime, recovered: bool) -> None:
@@ -96,6 +101,24 @@ async def _meter(kind: RunKind[S], subject: S, previous: Enum, moment: datetime,
             await (meter.resume if recovered else meter.hold)(subject.id, holding, moment)
     elif subject.status not in kind.meter_keeps and previous in kind.meter_keeps:
         await meter.release(subject.id, moment)
+
+
+async def _publish(kind: RunKind[S], subject: S, status: Enum, message: str | None) -> None:
+    """The webhook event of reaching the healthy or the failed status (none for the others)."""
+    if status == kind.healthy:
+        event = kind.success_event
+    elif status == kind.failed:
+        event = kind.failed_event
+    else:
+        return
+    data = {
+        "id": str(subject.id),
+        "name": subject.name,
+        "status": status.value,
+        "message": message,
+        "drifted": subject.drifted,
+    }
+    await webhooks.publish(subject.project_id, event, data)
 
 
 async def announce(kind: RunKind[S], subject: S, *, deleted: bool = False) -> None:

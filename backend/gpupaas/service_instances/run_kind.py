@@ -22,6 +22,7 @@ from gpupaas.service_instances import states
 from gpupaas.service_instances.models import ServiceInstance
 from gpupaas.service_instances.plan import build_service_plan, node_ports_of
 from gpupaas.service_instances.states import ServiceStatus
+from gpupaas.webhooks.models import WebhookEvent
 
 SERVICE_RUN = "service-run"
 
@@ -81,6 +82,8 @@ class ServiceRuns(RunKind[ServiceInstance]):
     failed = ServiceStatus.FAILED
     drift_reason = "its pod failed"
     retry_hint = "start it again to retry"
+    success_event = WebhookEvent.SERVICE_INSTANCE_SUCCESS
+    failed_event = WebhookEvent.SERVICE_INSTANCE_FAILED
 
     def owns(self, run: DeploymentRun) -> bool:
         return run.service_id is not None

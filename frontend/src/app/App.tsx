@@ -11,6 +11,7 @@ import { routes as profileRoutes } from "../pages/profiles/routes";
 import { routes as serviceRoutes } from "../pages/services/routes";
 import { routes as templateRoutes } from "../pages/templates/routes";
 import { routes as usageRoutes } from "../pages/usage/routes";
+import { routes as webhookRoutes } from "../pages/webhooks/routes";
 import { AuthProvider, useAuth } from "./auth";
 import { Layout } from "./Layout";
 import { lastProject } from "./project";
@@ -43,6 +44,7 @@ export const appRoutes: RouteObject[] = [
       ...instanceTemplateRoutes,
       ...clusterRoutes,
       ...usageRoutes,
+      ...webhookRoutes,
     ],
   },
   { path: "*", element: <Navigate to="/" replace /> },

@@ -12,6 +12,7 @@ import {
   IconLogout,
   IconServer,
   IconTemplate,
+  IconWebhook,
 } from "@tabler/icons-react";
 import { useEffect, type ReactNode } from "react";
 import { Link, Navigate, Outlet, useLocation, useNavigate } from "react-router-dom";
@@ -108,6 +109,7 @@ export function Layout() {
                 <Item to={`${base}/studio/profiles`} label="Compute Profiles" icon={<IconBox size={16} />} />
                 <Item to={`${base}/studio/templates`} label="Environment Templates" icon={<IconFileCode size={16} />} />
                 <Item to={`${base}/studio/instance-templates`} label="Instance Templates" icon={<IconTemplate size={16} />} />
+                <Item to={`${base}/studio/webhooks`} label="Webhooks" icon={<IconWebhook size={16} />} />
                 {me.isPlatformAdmin && <Item to={`${base}/studio/clusters`} label="Clusters" icon={<IconServer size={16} />} />}
               </>
             )}
