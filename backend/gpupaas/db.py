@@ -22,6 +22,7 @@ MODEL_MODULES = [
     "gpupaas.instance_templates.models",
     "gpupaas.service_instances.models",
     "gpupaas.provisioning.models",
+    "gpupaas.schedules.models",
 ]
 
 

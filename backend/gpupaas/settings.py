@@ -190,6 +190,10 @@ class Settings:
     # Owners (compute/owners.py): whether a project MEMBER sees the project's instances that other
     # members own (read-only, without their secrets), or only their own.
     members_see_all_instances: bool = True
+    # Auto-stop and schedules (schedules/, workers/scheduler.py): how long before an auto-stop its
+    # warning event goes out, and how often a worker's scheduler looks for what is due.
+    auto_stop_warning_minutes: int = 15
+    scheduler_interval_seconds: float = 30.0
 
     @property
     def is_sqlite(self) -> bool:
@@ -253,4 +257,6 @@ class Settings:
             ws_compression=_bool(env, "GPUPAAS_WS_COMPRESSION", False),
             ws_recheck_seconds=_float(env, "GPUPAAS_WS_RECHECK_SECONDS", 60.0, minimum=1.0),
             members_see_all_instances=_bool(env, "GPUPAAS_MEMBERS_SEE_ALL_INSTANCES", True),
+            auto_stop_warning_minutes=_int(env, "GPUPAAS_AUTO_STOP_WARNING_MINUTES", 15),
+            scheduler_interval_seconds=_float(env, "GPUPAAS_SCHEDULER_INTERVAL_SECONDS", 30.0, minimum=0.01),
         )

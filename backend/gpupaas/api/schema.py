@@ -27,6 +27,7 @@ from gpupaas.graphql.executor import ExecutionContext as LeakFreeExecutionContex
 from gpupaas.graphql.extensions import ErrorPolicy, ExtensionsRunner, TextGuard
 from gpupaas.graphql.response_cache import BumpDataVersion
 from gpupaas.instance_templates.graphql import GpuServiceMutation, GpuServiceQuery
+from gpupaas.schedules.graphql import SchedulesMutation, SchedulesQuery
 from gpupaas.service_instances.graphql import (
     ServiceInstanceMutation,
     ServiceInstanceQuery,
@@ -39,7 +40,15 @@ wiring.bind()
 
 Query = merge_types(
     "Query",
-    (AccountsQuery, CatalogQuery, ComputeQuery, ClustersQuery, GpuServiceQuery, ServiceInstanceQuery),
+    (
+        AccountsQuery,
+        CatalogQuery,
+        ComputeQuery,
+        ClustersQuery,
+        GpuServiceQuery,
+        ServiceInstanceQuery,
+        SchedulesQuery,
+    ),
 )
 Mutation = merge_types(
     "Mutation",
@@ -50,6 +59,7 @@ Mutation = merge_types(
         ClustersMutation,
         GpuServiceMutation,
         ServiceInstanceMutation,
+        SchedulesMutation,
     ),
 )
 Subscription = merge_types("Subscription", (ComputeSubscription, ServiceInstanceSubscription))
