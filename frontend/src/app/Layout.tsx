@@ -4,6 +4,7 @@ import {
   IconApps,
   IconBox,
   IconChevronDown,
+  IconClockPause,
   IconCpu,
   IconDashboard,
   IconFileCode,
@@ -100,6 +101,7 @@ export function Layout() {
             <Item to={`${base}/catalog`} label="Catalog" icon={<IconLayoutGrid size={16} />} />
             <Item to={`${base}/instances`} label="Compute Instances" icon={<IconCpu size={16} />} />
             <Item to={`${base}/services`} label="Service Instances" icon={<IconApps size={16} />} />
+            <Item to={`${base}/schedules`} label="Schedules" icon={<IconClockPause size={16} />} />
             {isAdmin && (
               <>
                 <Divider my="sm" label="Studio" labelPosition="left" />
