@@ -29,8 +29,8 @@ from gpupaas.schedules.models import Schedule, ScheduleAction, ScheduleTarget
 from gpupaas.service_instances import service as services
 from gpupaas.service_instances.models import ServiceInstance
 from gpupaas.service_instances.states import ServiceStatus
-from gpupaas.workers.scheduler import Scheduler
-from tests.conftest import GraphQLClient
+from gpupaas.workers.scheduler import Scheduler, Tick
+from tests.conftest import GraphQLClient, QueryCounter
 from tests.factories import Person, make_instance, make_profile, make_project, make_user, platform_actor
 
 # A Monday after the real clock: extending counts from the later of now and the due time.
@@ -211,6 +211,25 @@ async def test_an_instance_that_is_not_running_is_left_alone(world: World) -> No
     sid = await running_service(world, "nb", time_limits.Limits(60, None))
     await ServiceInstance.filter(id=sid).update(status=ServiceStatus.STOPPED)
     assert (await scheduler(Clock(T0 + timedelta(hours=2))).tick()).stopped == 0
+
+
+async def test_a_service_that_failed_after_it_ran_is_still_stopped_when_due(world: World) -> None:
+    sid = await running_service(world, "nb", time_limits.Limits(None, 60))
+    await ServiceInstance.filter(id=sid).update(status=ServiceStatus.FAILED, drifted=True)
+    assert (await scheduler(Clock(T0 + timedelta(hours=1))).tick()).stopped == 1
+    assert (await ServiceInstance.get(id=sid)).status == ServiceStatus.STOPPING
+
+
+async def test_a_pass_with_nothing_due_reads_a_fixed_number_of_queries(
+    world: World, count_queries: QueryCounter
+) -> None:
+    for i in range(10):
+        await running_service(world, f"nb{i}", time_limits.Limits(240, None))
+    count_queries.statements.clear()
+    done = await scheduler(Clock(T0 + timedelta(hours=1))).tick()
+    assert done == Tick()
+    # per kind: the warnings due, the stops due; then the schedules due: one SELECT each
+    assert len(count_queries.statements) == 5, count_queries.statements
 
 
 # ---------------------------------------------------------------- extending and setting limits

@@ -63,16 +63,17 @@ async def _stop(service_id: str, reason: str) -> None:
 
 @dataclass(frozen=True)
 class _Limited:
-    """A kind of instance with time limits: its run kind, its running status, and how it stops."""
+    """A kind of instance with time limits: its run kind, the statuses in which a due limit stops
+    it (running, or failed after it ran: a failed pod may still hold its GPUs), and how."""
 
     kind: RunKind[Any]
-    running: Any
+    statuses: tuple[Any, ...]
     act: Callable[[str, str], Awaitable[None]]
 
 
 LIMITED = (
-    _Limited(COMPUTE, DeploymentStatus.SUCCESS, _destroy),
-    _Limited(SERVICES, ServiceStatus.RUNNING, _stop),
+    _Limited(COMPUTE, (DeploymentStatus.SUCCESS, DeploymentStatus.FAILED), _destroy),
+    _Limited(SERVICES, (ServiceStatus.RUNNING, ServiceStatus.FAILED), _stop),
 )
 
 
@@ -150,7 +151,7 @@ class Scheduler:
             return 0
         model = limited.kind.model
         rows: Sequence[Any] = await model.filter(
-            status=limited.running,
+            status__in=list(limited.statuses),
             stop_at__gt=moment,
             stop_at__lte=moment + self.warning,
             stop_warned_at__isnull=True,
@@ -179,7 +180,7 @@ class Scheduler:
         model = limited.kind.model
         free = Q(stop_claimed_until__isnull=True) | Q(stop_claimed_until__lte=moment)
         rows: Sequence[Any] = (
-            await model.filter(free, status=limited.running, stop_at__lte=moment)
+            await model.filter(free, status__in=list(limited.statuses), stop_at__lte=moment)
             .order_by("stop_at")
             .limit(BATCH)
         )
