@@ -8,12 +8,14 @@ from datetime import datetime
 import strawberry
 
 from gpupaas.compute.graphql import ComputeInstancePayload, ComputeInstanceType
+from gpupaas.compute.models import ComputeInstance
 from gpupaas.graphql.common import DeletePayload, UserError, attempt, delete_payload
 from gpupaas.graphql.context import Info
 from gpupaas.graphql.time_limits import TimeLimitsInput
 from gpupaas.schedules import service
 from gpupaas.schedules.models import Schedule, ScheduleAction, ScheduleTarget
 from gpupaas.service_instances.graphql import ServiceInstancePayload, ServiceInstanceType
+from gpupaas.service_instances.models import ServiceInstance
 
 ScheduleActionEnum = strawberry.enum(
     ScheduleAction,
@@ -77,22 +79,15 @@ class SchedulesQuery:
         return [ScheduleType.of(s) for s in await service.list_schedules(info.context.actor, project)]
 
 
-def _compute(found: object, errors: list[UserError]) -> ComputeInstancePayload:
-    from gpupaas.compute.models import ComputeInstance
-
-    instance = found if isinstance(found, ComputeInstance) else None
+def _compute(found: ComputeInstance | None, errors: list[UserError]) -> ComputeInstancePayload:
     return ComputeInstancePayload(
-        compute_instance=ComputeInstanceType.of(instance) if instance else None, user_errors=errors
+        compute_instance=ComputeInstanceType.of(found) if found else None, user_errors=errors
     )
 
 
-def _service(found: object, errors: list[UserError]) -> ServiceInstancePayload:
-    from gpupaas.service_instances.models import ServiceInstance
-
-    service_instance = found if isinstance(found, ServiceInstance) else None
+def _service(found: ServiceInstance | None, errors: list[UserError]) -> ServiceInstancePayload:
     return ServiceInstancePayload(
-        service_instance=ServiceInstanceType.of(service_instance) if service_instance else None,
-        user_errors=errors,
+        service_instance=ServiceInstanceType.of(found) if found else None, user_errors=errors
     )
 
 
