@@ -476,3 +476,20 @@ async def test_a_destroy_schedule_destroys_compute_instances_and_reports_refusal
         "service instances (nb): delete them first (their workspaces would be lost with the instance))"
     )
     assert schedule.next_run_at == datetime(2031, 6, 9, 23, 30, tzinfo=UTC)
+
+
+async def test_the_running_scheduler_acts_at_its_next_pass(world: World) -> None:
+    from tests.workers.conftest import eventually
+
+    sid = await running_service(world, "nb", time_limits.Limits(60, None))
+    running = Scheduler(warning_minutes=15, interval_seconds=0.01, clock=Clock(T0 + timedelta(hours=2)))
+    await running.start()
+    try:
+
+        async def stopped() -> bool:
+            return (await ServiceInstance.get(id=sid)).status == ServiceStatus.STOPPING
+
+        await eventually(stopped, timeout=10, what="the due service to be stopped")
+    finally:
+        await running.stop()
+    assert await DeploymentRun.filter(service_id=sid).count() == 1

@@ -123,14 +123,16 @@ class Scheduler:
             self._task = None
 
     async def _loop(self) -> None:
+        # The first pass one interval after start: nothing due is lost by waiting (due times are
+        # stored), and a process that starts and stops at once does no work.
         while True:
+            await asyncio.sleep(self.interval)
             try:
                 await self.tick()
             except asyncio.CancelledError:
                 raise
             except Exception:  # a database hiccup must not end the loop: the next pass retries
                 log.exception("scheduler pass failed")
-            await asyncio.sleep(self.interval)
 
     async def tick(self) -> Tick:
         """One pass: warnings, then due auto-stops, then due schedules."""
