@@ -36,7 +36,9 @@ async def test_an_admin_schedules_stops_and_an_owner_extends_an_auto_stop(
     form = page.get_by_role("form", name="New schedule")
     await form.get_by_label(re.compile(r"^Time zone")).fill("Berlin")
     await form.get_by_role("button", name="Add Schedule").click()
-    await expect(form.get_by_text('did you mean "Europe/Berlin"?', exact=False)).to_be_visible(timeout=TIMEOUT)
+    await expect(form.get_by_text('did you mean "Europe/Berlin"?', exact=False)).to_be_visible(
+        timeout=TIMEOUT
+    )
     await form.get_by_label(re.compile(r"^Time zone")).fill("Europe/Berlin")
     await form.get_by_role("button", name="Add Schedule").click()
     row = page.get_by_test_id("schedule-evening")
@@ -57,6 +59,21 @@ async def test_an_admin_schedules_stops_and_an_owner_extends_an_auto_stop(
     await expect(stops).to_contain_text("(in 4h): auto-stop after 4h")
     await panel.get_by_role("button", name="Extend").click()  # by 1h, the default
     await expect(stops).to_contain_text("(in 5h): auto-stop extended to", timeout=TIMEOUT)
+    # its own limits, within the profile's maximum lifetime
+    await panel.get_by_role("button", name="Change time limits").click()
+    limits = panel.get_by_role("form", name="Time limits")
+    await limits.get_by_label("Maximum lifetime (minutes)").fill("2000")
+    await limits.get_by_role("button", name="Save").click()
+    await expect(
+        limits.get_by_text("limits the lifetime to 1d (1440 minutes): 2000 is more", exact=False)
+    ).to_be_visible(timeout=TIMEOUT)
+    await limits.get_by_label("Auto-stop after (minutes)").fill("120")
+    await limits.get_by_label("Maximum lifetime (minutes)").fill("600")
+    await limits.get_by_role("button", name="Save").click()
+    await expect(panel.get_by_test_id("time-limits")).to_have_text(
+        "auto-stop after 2h · maximum lifetime 10h", timeout=TIMEOUT
+    )
+    await expect(stops).to_contain_text(": auto-stop after 2h")
     await screenshot(owner, "instance-auto-stop")
     # members read the schedules, and get no form
     await owner.get_by_role("link", name="Schedules").click()

@@ -2,7 +2,7 @@ import { MantineProvider } from "@mantine/core";
 import { fireEvent, render, screen } from "@testing-library/react";
 import { describe, expect, it, vi } from "vitest";
 
-import { TimeLimitsBody, formatMinutes } from "./AutoStop";
+import { LimitsEditor, TimeLimitsBody, formatMinutes } from "./AutoStop";
 
 const NOW = new Date("2031-06-02T10:00:00Z");
 
@@ -50,5 +50,19 @@ describe("auto-stop", () => {
     show({ canExtend: false, limits: { stopsAt: "2031-06-02T12:00:00Z", stopReason: "auto-stop after 4h", warned: false, refusal: "auto-stop after 1h, but not carried out: delete them first" } });
     expect(screen.queryByRole("button", { name: /Extend/ })).not.toBeInTheDocument();
     expect(screen.getByRole("status")).toHaveTextContent("but not carried out");
+  });
+
+  it("changes the instance's own limits and shows why the server refused", async () => {
+    const onSave = vi.fn(async () => ({ maxLifetimeMinutes: 'compute profile "a100" limits the lifetime to 1d (1440 minutes): 2000 is more' }));
+    render(
+      <MantineProvider>
+        <LimitsEditor limits={{ autoStopMinutes: 240, maxLifetimeMinutes: 1440, warned: false }} onSave={onSave} />
+      </MantineProvider>,
+    );
+    fireEvent.click(screen.getByRole("button", { name: "Change time limits" }));
+    fireEvent.change(screen.getByLabelText("Maximum lifetime (minutes)"), { target: { value: "2000" } });
+    fireEvent.click(screen.getByRole("button", { name: "Save" }));
+    expect(await screen.findByText(/limits the lifetime to 1d/)).toBeInTheDocument();
+    expect(onSave).toHaveBeenCalledWith({ autoStopMinutes: 240, maxLifetimeMinutes: 2000 });
   });
 });

@@ -1,10 +1,10 @@
-import { Alert, Button, Group, Select, Stack, Text } from "@mantine/core";
+import { Alert, Button, Group, NumberInput, Select, Stack, Text } from "@mantine/core";
 import { IconClockPlus } from "@tabler/icons-react";
 import { useEffect, useState } from "react";
 import { useMutation, useQuery } from "urql";
 
 import { graphql } from "../gql";
-import { describeError } from "./errors";
+import { describeError, errorsByField } from "./errors";
 import { Panel } from "./Section";
 
 export const TimeLimitsFields = graphql(`
@@ -85,6 +85,102 @@ const ExtendServiceDocument = graphql(`
     }
   }
 `);
+
+const SetComputeLimitsDocument = graphql(`
+  mutation SetComputeTimeLimits($id: ID!, $timeLimits: TimeLimitsInput!) {
+    setComputeInstanceTimeLimits(id: $id, timeLimits: $timeLimits) {
+      computeInstance {
+        id
+      }
+      userErrors {
+        field
+        message
+        code
+      }
+    }
+  }
+`);
+
+const SetServiceLimitsDocument = graphql(`
+  mutation SetServiceTimeLimits($id: ID!, $timeLimits: TimeLimitsInput!) {
+    setServiceInstanceTimeLimits(id: $id, timeLimits: $timeLimits) {
+      serviceInstance {
+        id
+      }
+      userErrors {
+        field
+        message
+        code
+      }
+    }
+  }
+`);
+
+export interface LimitsInput {
+  autoStopMinutes: number | null;
+  maxLifetimeMinutes: number | null;
+}
+
+/** The instance's own limits, for those who manage it: the server checks them against the
+ * profile's (or the compute instance's) maximum and says why not, next to the field. */
+export function LimitsEditor({
+  limits,
+  onSave,
+}: {
+  limits: TimeLimitsView;
+  onSave: (input: LimitsInput) => Promise<Record<string, string>>;
+}) {
+  const [open, setOpen] = useState(false);
+  const [auto, setAuto] = useState<number | "">(limits.autoStopMinutes ?? "");
+  const [lifetime, setLifetime] = useState<number | "">(limits.maxLifetimeMinutes ?? "");
+  const [errors, setErrors] = useState<Record<string, string>>({});
+  const [busy, setBusy] = useState(false);
+  if (!open) {
+    return (
+      <Button
+        size="xs"
+        variant="subtle"
+        onClick={() => {
+          setAuto(limits.autoStopMinutes ?? "");
+          setLifetime(limits.maxLifetimeMinutes ?? "");
+          setErrors({});
+          setOpen(true);
+        }}
+      >
+        Change time limits
+      </Button>
+    );
+  }
+  return (
+    <Stack gap="xs" component="form" aria-label="Time limits" onSubmit={(e) => {
+      e.preventDefault();
+      setBusy(true);
+      void onSave({ autoStopMinutes: auto === "" ? null : auto, maxLifetimeMinutes: lifetime === "" ? null : lifetime }).then((found) => {
+        setBusy(false);
+        setErrors(found);
+        if (Object.keys(found).length === 0) setOpen(false);
+      });
+    }}>
+      <Group grow align="flex-start">
+        <NumberInput size="xs" label="Auto-stop after (minutes)" min={15} allowDecimal={false} allowNegative={false} value={auto} error={errors.autoStopMinutes} onChange={(v) => setAuto(typeof v === "number" ? v : "")} />
+        <NumberInput size="xs" label="Maximum lifetime (minutes)" min={15} allowDecimal={false} allowNegative={false} value={lifetime} error={errors.maxLifetimeMinutes} onChange={(v) => setLifetime(typeof v === "number" ? v : "")} />
+      </Group>
+      {errors[""] && (
+        <Text size="xs" c="red" role="alert">
+          {errors[""]}
+        </Text>
+      )}
+      <Group gap="xs" justify="flex-end">
+        <Button size="xs" variant="default" onClick={() => setOpen(false)}>
+          Cancel
+        </Button>
+        <Button size="xs" type="submit" loading={busy}>
+          Save
+        </Button>
+      </Group>
+    </Stack>
+  );
+}
 
 /** 240 -> "4h", 90 -> "1h 30m", 2880 -> "2d". */
 export function formatMinutes(minutes: number): string {
@@ -187,6 +283,8 @@ export function AutoStopPanel({ kind, id, status }: { kind: "compute" | "service
   const [service, refetchService] = useQuery({ query: ServiceTimeLimitsDocument, variables: { id }, pause: kind !== "service", requestPolicy: "network-only" });
   const [, extendCompute] = useMutation(ExtendComputeDocument);
   const [, extendService] = useMutation(ExtendServiceDocument);
+  const [, setCompute] = useMutation(SetComputeLimitsDocument);
+  const [, setService] = useMutation(SetServiceLimitsDocument);
   useEffect(() => {
     if (kind === "compute") refetchCompute({ requestPolicy: "network-only" });
     else refetchService({ requestPolicy: "network-only" });
@@ -208,9 +306,27 @@ export function AutoStopPanel({ kind, id, status }: { kind: "compute" | "service
     return result.error ? describeError(result.error) : (result.data?.extendServiceInstanceAutoStop.userErrors[0]?.message ?? null);
   }
 
+  async function onSave(timeLimits: LimitsInput): Promise<Record<string, string>> {
+    let failure: string | null;
+    let problems: readonly { field?: readonly string[] | null; message: string; code: string }[];
+    if (kind === "compute") {
+      const result = await setCompute({ id, timeLimits });
+      failure = result.error ? describeError(result.error) : null;
+      problems = result.data?.setComputeInstanceTimeLimits.userErrors ?? [];
+      refetchCompute({ requestPolicy: "network-only" });
+    } else {
+      const result = await setService({ id, timeLimits });
+      failure = result.error ? describeError(result.error) : null;
+      problems = result.data?.setServiceInstanceTimeLimits.userErrors ?? [];
+      refetchService({ requestPolicy: "network-only" });
+    }
+    return failure ? { "": failure } : errorsByField(problems);
+  }
+
   return (
     <Panel title="Auto-stop">
       <TimeLimitsBody limits={limits} canExtend={canExtend} onExtend={onExtend} />
+      {canExtend && <LimitsEditor limits={limits} onSave={onSave} />}
     </Panel>
   );
 }
