@@ -25,6 +25,7 @@ MODEL_MODULES = [
     "gpupaas.provisioning.models",
     "gpupaas.quotas.models",
     "gpupaas.webhooks.models",
+    "gpupaas.schedules.models",
 ]
 
 

@@ -21,6 +21,7 @@ from gpupaas.service_instances.endpoints import wanted_endpoints
 from gpupaas.settings import Settings
 from gpupaas.webhooks.dispatch import DeliveryPolicy, Dispatcher
 from gpupaas.workers.drift import DriftWatcher
+from gpupaas.workers.scheduler import Scheduler
 from gpupaas.workers.worker import Worker, WorkerSettings
 
 
@@ -91,6 +92,15 @@ class Runtime:
         self.worker = Worker(self.bus, self.drivers, worker_settings(settings)) if worker_wanted else None
         # Workers watch their clusters for drift (pods that die after a successful deploy).
         self.drift = DriftWatcher(self.drivers) if self.worker is not None else None
+        # Auto-stops and schedules (workers/scheduler.py), where a worker runs.
+        self.scheduler = (
+            Scheduler(
+                warning_minutes=settings.auto_stop_warning_minutes,
+                interval_seconds=settings.scheduler_interval_seconds,
+            )
+            if self.worker is not None
+            else None
+        )
         # What answers at simulated services' Connect links (service_instances/endpoints.py).
         self.endpoints = (
             SimulatedEndpoints(functools.partial(wanted_endpoints, settings.secret_key))
@@ -108,6 +118,8 @@ class Runtime:
             await self.worker.start()
         if self.drift is not None:
             await self.drift.start()
+        if self.scheduler is not None:
+            await self.scheduler.start()
         if self.endpoints is not None:
             await self.endpoints.start()
         await self.relay.start()
@@ -122,6 +134,8 @@ class Runtime:
         await self.relay.stop()
         if self.endpoints is not None:
             await self.endpoints.stop()
+        if self.scheduler is not None:
+            await self.scheduler.stop()
         if self.drift is not None:
             await self.drift.stop()
         if self.worker is not None:

@@ -199,6 +199,10 @@ class Settings:
     webhook_backoff_seconds: float = 10.0
     webhook_max_backoff_seconds: float = 3600.0
     webhook_log_days: float = 30.0
+    # Auto-stop and schedules (schedules/, workers/scheduler.py): how long before an auto-stop its
+    # warning event goes out, and how often a worker's scheduler looks for what is due.
+    auto_stop_warning_minutes: int = 15
+    scheduler_interval_seconds: float = 30.0
 
     @property
     def is_sqlite(self) -> bool:
@@ -268,4 +272,6 @@ class Settings:
             webhook_backoff_seconds=_float(env, "GPUPAAS_WEBHOOK_BACKOFF_SECONDS", 10.0),
             webhook_max_backoff_seconds=_float(env, "GPUPAAS_WEBHOOK_MAX_BACKOFF_SECONDS", 3600.0),
             webhook_log_days=_float(env, "GPUPAAS_WEBHOOK_LOG_DAYS", 30.0, minimum=0.01),
+            auto_stop_warning_minutes=_int(env, "GPUPAAS_AUTO_STOP_WARNING_MINUTES", 15),
+            scheduler_interval_seconds=_float(env, "GPUPAAS_SCHEDULER_INTERVAL_SECONDS", 30.0, minimum=0.01),
         )

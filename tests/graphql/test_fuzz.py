@@ -99,6 +99,10 @@ def _scalars(world: World) -> dict[str, st.SearchStrategy[Any]]:
         "String": st.one_of(
             st.sampled_from(world.names), st.sampled_from(world.names), st.just("x" * 5000), text
         ).map(nodes.String),
+        "Date": st.one_of(st.dates().map(lambda day: day.isoformat()), text).map(nodes.String),
+        "Decimal": st.one_of(
+            st.decimals(allow_nan=True, allow_infinity=True).map(str), st.integers().map(str), text
+        ).map(nodes.String),
         "DateTime": st.one_of(
             st.datetimes(
                 min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.just(UTC)

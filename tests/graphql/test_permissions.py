@@ -21,6 +21,7 @@ import asyncio
 import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ import pytest
 from tortoise.transactions import in_transaction
 
 from gpupaas.accounts import service as accounts
+from gpupaas.accounts.models import Project
 from gpupaas.app import create_app
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.compute.run_kind import COMPUTE
@@ -338,6 +340,37 @@ CASES: dict[str, list[Case]] = {
     "Mutation.deleteWebhook": [Case(lambda w: {"id": w.take("webhooks")}, WRITE)],
     "Mutation.sendWebhookTestEvent": [Case(lambda w: {"id": w.webhook}, WRITE)],
     "Mutation.rotateWebhookSecret": [Case(lambda w: {"id": w.webhook}, WRITE)],
+    # ------------------------------------------------------------ time limits and schedules
+    "Query.schedules": [Case(lambda w: {"project": "ml"}, READ)],
+    "Mutation.createSchedule": [
+        Case(
+            lambda w: {
+                "input": {
+                    "project": "ml",
+                    "name": _uniq("sched"),
+                    "action": "STOP",
+                    "appliesTo": "SERVICE_INSTANCES",
+                    "days": ["MON", "FRI"],
+                    "timeOfDay": "20:00",
+                    "timeZone": "Europe/Berlin",
+                }
+            },
+            WRITE,
+        )
+    ],
+    "Mutation.deleteSchedule": [Case(lambda w: {"id": w.take("schedules")}, WRITE)],
+    "Mutation.setComputeInstanceTimeLimits": [
+        Case(lambda w: {"id": w.instance, "timeLimits": {"autoStopMinutes": 240}}, MANAGE)
+    ],
+    "Mutation.setServiceInstanceTimeLimits": [
+        Case(lambda w: {"id": w.service, "timeLimits": {"autoStopMinutes": 240}}, MANAGE)
+    ],
+    "Mutation.extendComputeInstanceAutoStop": [
+        Case(lambda w: {"id": w.take("armed_instances"), "minutes": 60}, MANAGE)
+    ],
+    "Mutation.extendServiceInstanceAutoStop": [
+        Case(lambda w: {"id": w.take("armed_services"), "minutes": 60}, MANAGE)
+    ],
 }
 
 
@@ -458,6 +491,12 @@ async def _world() -> tuple[World, dict[str, str | None]]:
     await ComputeInstance.filter(id=box.id).update(status=DeploymentStatus.SUCCESS)
     services = await _services(owner, str(box.id), instance_template)
     webhook, *webhooks = await _webhooks(admin)
+    armed_instances = await instances(DeploymentStatus.SUCCESS)
+    in_an_hour = runs.now() + timedelta(hours=1)
+    await ComputeInstance.filter(id__in=armed_instances).update(
+        stop_at=in_an_hour, stop_reason="auto-stop after 1h"
+    )
+    await _arm_services(services["armed_services"], in_an_hour)
     world = World(
         template=str(template.id),
         version=str(version.id),
@@ -478,6 +517,8 @@ async def _world() -> tuple[World, dict[str, str | None]]:
             "deployed_instances": await instances(DeploymentStatus.SUCCESS),
             "deletable_instances": await instances(),
             "transferable_instances": await instances(),
+            "armed_instances": armed_instances,
+            "schedules": await _schedules(ml),
             "clusters": clusters[1:],
             "gpu_prices": [
                 str((await GpuPrice.create(gpu_vendor="AMD", gpu_model=f"m{i}", price_per_gpu_hour=1)).id)
@@ -552,7 +593,34 @@ async def _services(owner: Person, box: str, template: str) -> dict[str, list[st
         "restartable_services": await made(ServiceStatus.RUNNING),
         "deletable_services": await made(ServiceStatus.STOPPED),
         "transferable_services": await made(ServiceStatus.STOPPED),
+        "armed_services": await made(ServiceStatus.RUNNING),
     }
+
+
+async def _arm_services(ids: list[str], stop_at: datetime) -> None:
+    from gpupaas.service_instances.models import ServiceInstance
+
+    await ServiceInstance.filter(id__in=ids).update(stop_at=stop_at, stop_reason="auto-stop after 1h")
+
+
+async def _schedules(project: Project) -> list[str]:
+    """A schedule of the project for each caller to delete."""
+    from gpupaas.schedules.models import Schedule, ScheduleAction, ScheduleTarget
+
+    made = []
+    for _ in range(len(ROLES)):
+        schedule = await Schedule.create(
+            project=project,
+            name=_uniq("sched"),
+            action=ScheduleAction.STOP,
+            applies_to=ScheduleTarget.SERVICE_INSTANCES,
+            days=["MON"],
+            time_of_day="20:00",
+            time_zone="UTC",
+            next_run_at=runs.now() + timedelta(days=1),
+        )
+        made.append(str(schedule.id))
+    return made
 
 
 # ---------------------------------------------------------------- the walk

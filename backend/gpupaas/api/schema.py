@@ -29,6 +29,7 @@ from gpupaas.graphql.response_cache import BumpDataVersion
 from gpupaas.instance_templates.graphql import GpuServiceMutation, GpuServiceQuery
 from gpupaas.metering.graphql import UsageMutation, UsageQuery
 from gpupaas.quotas.graphql import QuotasMutation, QuotasQuery
+from gpupaas.schedules.graphql import SchedulesMutation, SchedulesQuery
 from gpupaas.service_instances.graphql import (
     ServiceInstanceMutation,
     ServiceInstanceQuery,
@@ -52,6 +53,7 @@ Query = merge_types(
         QuotasQuery,
         UsageQuery,
         WebhooksQuery,
+        SchedulesQuery,
     ),
 )
 Mutation = merge_types(
@@ -66,6 +68,7 @@ Mutation = merge_types(
         QuotasMutation,
         UsageMutation,
         WebhooksMutation,
+        SchedulesMutation,
     ),
 )
 Subscription = merge_types("Subscription", (ComputeSubscription, ServiceInstanceSubscription))

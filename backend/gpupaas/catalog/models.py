@@ -102,6 +102,10 @@ class ComputeProfile(Model):
     readme_html: str | None = fields.TextField(null=True)
     input_settings: fields.JSONField[list[dict[str, Any]]] = fields.JSONField(default=list)
     output_settings: fields.JSONField[list[dict[str, Any]]] = fields.JSONField(default=list)
+    # Time limits of its instances in minutes of running (core/time_limits.py; None: none): the
+    # default auto-stop, and the maximum lifetime no instance may exceed or extend past.
+    auto_stop_minutes: int | None = fields.IntField(null=True)
+    max_lifetime_minutes: int | None = fields.IntField(null=True)
     sharing_mode = fields.CharEnumField(SharingMode, max_length=32, default=SharingMode.NONE)
     # Bumped by every change that new instances would see; instances keep the one they took.
     revision = fields.IntField(default=1)

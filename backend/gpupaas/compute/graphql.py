@@ -52,6 +52,7 @@ from gpupaas.graphql.connections import Connection, cursor_of
 from gpupaas.graphql.context import Info
 from gpupaas.graphql.follow import follow_status
 from gpupaas.graphql.loaders import Loaders, by_id, grouped, grouped_pairs
+from gpupaas.graphql.time_limits import TimeLimits, time_limits_of
 from gpupaas.runs.models import DeploymentRun
 from gpupaas.runs.states import RunAction, RunStatus
 
@@ -203,6 +204,10 @@ class ComputeInstanceType:
     )
     async def owner(self, info: Info) -> InstanceOwner | None:
         return await owner_of(info, self._model.owner_id)
+
+    @strawberry.field(description="Its time limits and, while it runs, when it will be destroyed.")
+    def time_limits(self) -> TimeLimits:
+        return time_limits_of(self._model)
 
     # Computed when asked for only: a status event's subscribers mostly are not.
     @strawberry.field(description="Effective input values; sensitive ones masked.")

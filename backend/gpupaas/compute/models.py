@@ -58,6 +58,19 @@ class ComputeInstance(Model):
     # Bumped by every change; status events carry it so that subscribers never go backwards,
     # and writers use it to detect a concurrent change (optimistic lock, for SQLite).
     version = fields.IntField(default=1)
+    # Time limits (core/time_limits.py): its own, within its profile's (copied at launch); armed
+    # while it runs, with the due time the scheduler (workers/scheduler.py) claims (a lease in
+    # stop_claimed_until).
+    auto_stop_minutes: int | None = fields.IntField(null=True)
+    max_lifetime_minutes: int | None = fields.IntField(null=True)
+    running_since = fields.DatetimeField(null=True)
+    stop_at = fields.DatetimeField(null=True)
+    stop_reason: str | None = fields.TextField(null=True)
+    lifetime_ends_at = fields.DatetimeField(null=True)
+    stop_warned_at = fields.DatetimeField(null=True)
+    stop_claimed_until = fields.DatetimeField(null=True)
+    # Why the last auto-stop was not carried out (a compute instance that runs service instances).
+    stop_refused: str | None = fields.TextField(null=True)
     created_at = fields.DatetimeField(auto_now_add=True)
     updated_at = fields.DatetimeField(auto_now=True)
 
@@ -86,6 +99,7 @@ class ComputeInstance(Model):
             ("project_id", "status"),
             ("sharing_mode",),
             ("owner_id", "created_at"),
+            ("stop_at",),
         )
 
 

@@ -11,6 +11,7 @@ from gpupaas.compute import states
 from gpupaas.compute.configuration import plan_for, sealed_outputs
 from gpupaas.compute.models import ComputeInstance, ComputeInstanceShare
 from gpupaas.compute.states import DeploymentStatus
+from gpupaas.core import time_limits
 from gpupaas.core.crypto import Sealer
 from gpupaas.core.quantities import parse_quantity
 from gpupaas.metering.meter import Holding
@@ -117,7 +118,14 @@ class ComputeRuns(RunKind[ComputeInstance]):
     ) -> dict[str, Any]:
         if outputs is None and succeeded and run.action == RunAction.DESTROY:
             outputs = {}  # nothing deployed: nothing to show
-        return {} if outputs is None else {"outputs": outputs}
+        columns: dict[str, Any] = {} if outputs is None else {"outputs": outputs}
+        # Time limits count from the first successful deploy (a redeploy keeps its due time);
+        # a destroy ends them.
+        if succeeded and run.action == RunAction.DEPLOY and subject.running_since is None:
+            columns.update(time_limits.arm(_limits(subject), now()))
+        elif succeeded and run.action == RunAction.DESTROY:
+            columns.update(time_limits.disarmed())
+        return columns
 
     def holding(self, subject: ComputeInstance) -> Holding:
         resources = subject.profile_snapshot.resources
@@ -146,3 +154,7 @@ class ComputeRuns(RunKind[ComputeInstance]):
 
 
 COMPUTE = ComputeRuns()
+
+
+def _limits(instance: ComputeInstance) -> time_limits.Limits:
+    return time_limits.Limits(instance.auto_stop_minutes, instance.max_lifetime_minutes)

@@ -277,6 +277,9 @@ async def create_instance(
         annotations=[],
         inputs=[],
         outputs={},
+        # Its time limits start as the profile's (the owner may change them within its maximum).
+        auto_stop_minutes=profile.auto_stop_minutes,
+        max_lifetime_minutes=profile.max_lifetime_minutes,
     )
     _apply_fields(problems, instance, data, secret_key)
     if data.inputs is None:
@@ -377,7 +380,7 @@ def actions(
 
 
 async def _request_run(
-    actor: Actor, instance_id: str, request: Request, action: RunAction
+    actor: Actor, instance_id: str, request: Request, action: RunAction, reason: str | None = None
 ) -> ComputeInstance:
     instance = await _require_own(actor, instance_id, ("id",), request)
     async with _reporting_quota_refusals(), in_transaction():
@@ -391,8 +394,8 @@ async def _request_run(
         if request == Request.DEPLOY and instance.status == DeploymentStatus.NOT_DEPLOYED:
             # A redeploy of what is deployed asks nothing new: it already holds its quota.
             await QUOTA_CHECK()(instance)
-        await runs.write_status(COMPUTE, instance, status, None)
-        await runs.queue(COMPUTE, instance, action)
+        await runs.write_status(COMPUTE, instance, status, reason)
+        await runs.queue(COMPUTE, instance, action, reason=reason)
         await runs.announce(COMPUTE, instance)
     outbox.notify()
     return instance
@@ -402,8 +405,10 @@ async def deploy(actor: Actor, instance_id: str) -> ComputeInstance:
     return await _request_run(actor, instance_id, Request.DEPLOY, RunAction.DEPLOY)
 
 
-async def destroy(actor: Actor, instance_id: str) -> ComputeInstance:
-    return await _request_run(actor, instance_id, Request.DESTROY, RunAction.DESTROY)
+async def destroy(actor: Actor, instance_id: str, *, reason: str | None = None) -> ComputeInstance:
+    """`reason`: why, when the scheduler asks ("maximum lifetime 24h reached"): the status message
+    and the run's reason say it."""
+    return await _request_run(actor, instance_id, Request.DESTROY, RunAction.DESTROY, reason)
 
 
 async def delete(actor: Actor, instance_id: str) -> str:

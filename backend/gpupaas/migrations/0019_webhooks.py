@@ -13,7 +13,7 @@ from tortoise.indexes import Index
 
 
 class Migration(migrations.Migration):
-    dependencies = [("gpupaas", "0016_usage_meter")]
+    dependencies = [("gpupaas", "0018_time_limits_and_schedules")]
 
     initial = False
 

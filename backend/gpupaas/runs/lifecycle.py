@@ -137,11 +137,12 @@ async def remove(kind: RunKind[S], subject: S) -> None:
 
 
 async def queue(
-    kind: RunKind[S], subject: S, action: RunAction, *, delete_after: bool = False
+    kind: RunKind[S], subject: S, action: RunAction, *, delete_after: bool = False, reason: str | None = None
 ) -> DeploymentRun:
-    """A new QUEUED run of the subject and its command."""
+    """A new QUEUED run of the subject and its command; `reason`: why, when no person asked for it
+    (the scheduler's "auto-stop after 4h")."""
     run: DeploymentRun = await DeploymentRun.create(
-        **kind.run_fields(subject), action=action, delete_after=delete_after, queued_at=now()
+        **kind.run_fields(subject), action=action, delete_after=delete_after, queued_at=now(), reason=reason
     )
     key, payload = kind.command(run)
     await outbox.add_command(key, payload)

@@ -29,6 +29,9 @@ class DeploymentRun(Model):
     action = fields.CharEnumField(RunAction, max_length=16)
     status = fields.CharEnumField(RunStatus, max_length=16, default=RunStatus.QUEUED)
     message: str | None = fields.TextField(null=True)
+    # Why the run was asked when it was not asked by a person: "auto-stop after 4h", "schedule
+    # 'evening' (20:00 Europe/Berlin)" (the scheduler, workers/scheduler.py).
+    reason: str | None = fields.TextField(null=True)
     # Remove the instance once this destroy run succeeds (deleteComputeInstance of a deployed one).
     delete_after = fields.BooleanField(default=False)
     attempts = fields.IntField(default=0)

@@ -29,6 +29,7 @@ from gpupaas.graphql.connections import Connection, cursor_of
 from gpupaas.graphql.context import Info
 from gpupaas.graphql.follow import follow_status
 from gpupaas.graphql.loaders import grouped
+from gpupaas.graphql.time_limits import TimeLimits, time_limits_of
 from gpupaas.instance_templates.graphql import (
     ContainerPort,
     ContainerPortInput,
@@ -108,6 +109,10 @@ class ServiceInstanceType:
     created_at: datetime
     updated_at: datetime
     _model: strawberry.Private[ServiceInstance]
+
+    @strawberry.field(description="Its time limits and, while it runs, when it will be stopped.")
+    def time_limits(self) -> TimeLimits:
+        return time_limits_of(self._model)
 
     @strawberry.field
     async def project(self, info: Info) -> ProjectType:

@@ -59,6 +59,19 @@ class ServiceInstance(Model):
     drifted = fields.BooleanField(default=False)
     # Bumped by every status change: events carry it, writers use it as an optimistic lock.
     version = fields.IntField(default=1)
+    # Time limits (core/time_limits.py): its own, within its compute instance's (copied at
+    # creation); armed while it runs, with the due time the scheduler (workers/scheduler.py)
+    # claims (a lease in stop_claimed_until).
+    auto_stop_minutes: int | None = fields.IntField(null=True)
+    max_lifetime_minutes: int | None = fields.IntField(null=True)
+    running_since = fields.DatetimeField(null=True)
+    stop_at = fields.DatetimeField(null=True)
+    stop_reason: str | None = fields.TextField(null=True)
+    lifetime_ends_at = fields.DatetimeField(null=True)
+    stop_warned_at = fields.DatetimeField(null=True)
+    stop_claimed_until = fields.DatetimeField(null=True)
+    # Why the last auto-stop was not carried out (a compute instance that runs service instances).
+    stop_refused: str | None = fields.TextField(null=True)
     created_at = fields.DatetimeField(auto_now_add=True)
     updated_at = fields.DatetimeField(auto_now=True)
 
@@ -66,7 +79,7 @@ class ServiceInstance(Model):
         table = "service_instances"
         # Its objects are named after it in the compute instance's namespace.
         unique_together = (("compute_instance", "name"),)
-        indexes = (("project_id", "created_at"), ("owner_id", "created_at"))
+        indexes = (("project_id", "created_at"), ("owner_id", "created_at"), ("stop_at",))
 
     def spec_model(self) -> ServiceSpec:
         return spec_from_json(self.spec)

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gpupaas.compute.models import ComputeInstance
-from gpupaas.core import crypto
+from gpupaas.core import crypto, time_limits
 from gpupaas.provisioning.plan import SERVICE_LABEL, PermanentError, Plan
 from gpupaas.provisioning.registry import ClusterTarget, resource_names
 from gpupaas.runs.kinds import Claimed, RunKind, Work
@@ -139,7 +139,18 @@ class ServiceRuns(RunKind[ServiceInstance]):
         self, subject: ServiceInstance, run: DeploymentRun, succeeded: bool, outputs: dict[str, str] | None
     ) -> dict[str, Any]:
         ports = node_ports_of(outputs) if succeeded and outputs is not None else {}
-        return {"node_ports": ports} if ports else {}
+        columns: dict[str, Any] = {"node_ports": ports} if ports else {}
+        # Time limits count from a start (a restart keeps the due time); a stop ends them.
+        if not succeeded:
+            return columns
+        if run.action == RunAction.START or (
+            run.action == RunAction.RESTART and subject.running_since is None
+        ):
+            limits = time_limits.Limits(subject.auto_stop_minutes, subject.max_lifetime_minutes)
+            columns.update(time_limits.arm(limits, now()))
+        elif run.action in (RunAction.STOP, RunAction.DESTROY):
+            columns.update(time_limits.disarmed())
+        return columns
 
     async def work(self, claimed: Claimed[ServiceInstance], secret_key: str) -> Work:
         service, run = claimed.subject, claimed.run

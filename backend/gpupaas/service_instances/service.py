@@ -376,6 +376,9 @@ async def create_service(actor: Actor, data: ServiceIn, *, secret_key: str) -> S
         gpu_count=gpu_count,
         status=ServiceStatus.PENDING if data.start else ServiceStatus.STOPPED,
         node_ports={},
+        # Its time limits start as its compute instance's (the owner may change them within them).
+        auto_stop_minutes=instance.auto_stop_minutes,
+        max_lifetime_minutes=instance.max_lifetime_minutes,
     )
     # A trial plan: what the workers will build must build (found now, not at start).
     try:
@@ -403,8 +406,11 @@ async def create_service(actor: Actor, data: ServiceIn, *, secret_key: str) -> S
 # ---------------------------------------------------------------- start, stop, restart, delete
 
 
-async def request(actor: Actor, service_id: str, what: Request) -> ServiceInstance:
-    """start, stop or restart (delete: `delete_service`)."""
+async def request(
+    actor: Actor, service_id: str, what: Request, *, reason: str | None = None
+) -> ServiceInstance:
+    """start, stop or restart (delete: `delete_service`). `reason`: why, when the scheduler asks
+    ("auto-stop after 4h"): the status message and the run's reason say it."""
     service = await _require_own(actor, service_id, ("id",), what)
     async with in_transaction():
         service = await runs.locked(SERVICES, service.id)
@@ -417,8 +423,8 @@ async def request(actor: Actor, service_id: str, what: Request) -> ServiceInstan
             _require_deployed(instance, ("id",), f"{what.value} it")
             if what == Request.START:
                 await _check_quota(("id",), instance, service.gpu_count, service.id)
-        await runs.write_status(SERVICES, service, status, None)
-        await runs.queue(SERVICES, service, states.action_of(what))
+        await runs.write_status(SERVICES, service, status, reason)
+        await runs.queue(SERVICES, service, states.action_of(what), reason=reason)
         await runs.announce(SERVICES, service)
     outbox.notify()
     return service

@@ -8,6 +8,7 @@ import { routes as dashboardRoutes } from "../pages/dashboard/routes";
 import { routes as instanceTemplateRoutes } from "../pages/instance-templates/routes";
 import { routes as instanceRoutes } from "../pages/instances/routes";
 import { routes as profileRoutes } from "../pages/profiles/routes";
+import { routes as scheduleRoutes } from "../pages/schedules/routes";
 import { routes as serviceRoutes } from "../pages/services/routes";
 import { routes as templateRoutes } from "../pages/templates/routes";
 import { routes as usageRoutes } from "../pages/usage/routes";
@@ -45,6 +46,7 @@ export const appRoutes: RouteObject[] = [
       ...clusterRoutes,
       ...usageRoutes,
       ...webhookRoutes,
+      ...scheduleRoutes,
     ],
   },
   { path: "*", element: <Navigate to="/" replace /> },

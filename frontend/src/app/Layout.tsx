@@ -5,6 +5,7 @@ import {
   IconBox,
   IconChartBar,
   IconChevronDown,
+  IconClockPause,
   IconCpu,
   IconDashboard,
   IconFileCode,
@@ -103,6 +104,7 @@ export function Layout() {
             <Item to={`${base}/instances`} label="Compute Instances" icon={<IconCpu size={16} />} />
             <Item to={`${base}/services`} label="Service Instances" icon={<IconApps size={16} />} />
             <Item to={`${base}/usage`} label="Usage" icon={<IconChartBar size={16} />} />
+            <Item to={`${base}/schedules`} label="Schedules" icon={<IconClockPause size={16} />} />
             {isAdmin && (
               <>
                 <Divider my="sm" label="Studio" labelPosition="left" />

@@ -42,6 +42,7 @@ from gpupaas.core.gpus import Vendor
 from gpupaas.graphql.common import KeyValue, KeyValueInput, UserError, key_values, pairs_in
 from gpupaas.graphql.context import Info
 from gpupaas.graphql.loaders import by_id, grouped_pairs
+from gpupaas.graphql.time_limits import TimeLimitSettings, TimeLimitsInput, settings_of
 
 AllocationTypeEnum = strawberry.enum(AllocationType, name="AllocationType")
 SharingModeEnum = strawberry.enum(SharingMode, name="SharingMode")
@@ -168,6 +169,12 @@ class ComputeProfileType:
     # API shows it: the resolvers answer from it. None: they load what they show through the
     # DataLoaders.
     _read: strawberry.Private[_ReadWithProfile | None] = None
+
+    @strawberry.field(
+        description="Its instances' default auto-stop and maximum lifetime (instances copy them at launch)."
+    )
+    def time_limits(self) -> TimeLimitSettings:
+        return settings_of(self._model)
 
     @strawberry.field
     async def project(self, info: Info) -> ProjectType:
@@ -375,6 +382,10 @@ class CreateComputeProfileInput:
     input_settings: list[InputSettingInput] | None = None
     output_settings: list[OutputSettingInput] | None = None
     cluster: strawberry.ID | None = None
+    time_limits: TimeLimitsInput | None = strawberry.field(
+        default=None,
+        description="The default auto-stop and the maximum lifetime of its instances (both at once).",
+    )
 
 
 @strawberry.input(
@@ -395,6 +406,10 @@ class UpdateComputeProfileInput:
     input_settings: list[InputSettingInput] | None = None
     output_settings: list[OutputSettingInput] | None = None
     cluster: strawberry.ID | None = None
+    time_limits: TimeLimitsInput | None = strawberry.field(
+        default=None,
+        description="The default auto-stop and the maximum lifetime of its instances (both at once).",
+    )
 
 
 def profile_in(data: CreateComputeProfileInput | UpdateComputeProfileInput) -> profiles.ProfileIn:
@@ -410,6 +425,7 @@ def profile_in(data: CreateComputeProfileInput | UpdateComputeProfileInput) -> p
         icon_url=data.icon_url,
         readme=data.readme,
         cluster_id=data.cluster,
+        time_limits=data.time_limits.to_service() if data.time_limits else None,
         input_settings=None
         if data.input_settings is None
         else [

@@ -61,6 +61,7 @@ from gpupaas.core.errors import Collector, ErrorCode, Forbidden, InvalidArgument
 from gpupaas.core.gpus import Vendor
 from gpupaas.core.ids import parse_id
 from gpupaas.core.pagination import Page
+from gpupaas.core.time_limits import Limits, check_limits
 from gpupaas.provisioning.render.checks import confinement_check, sample_context
 from gpupaas.provisioning.render.policy import TemplateScope, is_confined
 
@@ -94,6 +95,8 @@ class ProfileIn:
     input_settings: list[InputSettingIn] | None = None
     output_settings: list[OutputSettingIn] | None = None
     cluster_id: str | None = None
+    # Both values at once (None inside: no limit); None: leave them as they are.
+    time_limits: Limits | None = None
 
 
 async def _profile_for(actor: Actor, profile_id: str) -> ComputeProfile | None:
@@ -244,6 +247,11 @@ def _apply_common_fields(problems: Collector, profile: ComputeProfile, data: Pro
         if url:
             problems.check(("input", "iconUrl"), validation.http_url(url))
         profile.icon_url = url or None
+    if data.time_limits is not None:
+        for field, message in check_limits(data.time_limits, None, "the profile"):
+            problems.add(("input", "timeLimits", field), message)
+        profile.auto_stop_minutes = data.time_limits.auto_stop_minutes
+        profile.max_lifetime_minutes = data.time_limits.max_lifetime_minutes
     if data.readme is not None:
         profile.readme = data.readme or None
         problem = readme_mod.readme_problem(data.readme)

@@ -6,6 +6,7 @@ import { useQuery, useSubscription } from "urql";
 
 import { useProject } from "../../app/project";
 import { whyNot } from "../../components/actions";
+import { AutoStopPanel } from "../../components/AutoStop";
 import { describeError } from "../../components/errors";
 import { SharingModal } from "../../components/SharingModal";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
@@ -168,6 +169,7 @@ export function InstancePage() {
         <Grid.Col span={{ base: 12, md: 5 }} order={{ base: 1, md: 2 }}>
           <Stack gap="md">
             <StatusUpdates status={status} history={live?.history ?? []} />
+            <AutoStopPanel kind="compute" id={instance.id} status={status} />
             <Panel title="Outputs">
               <Pairs pairs={instance.outputs} label="Outputs" copy empty={status === "SUCCESS" ? "The template declares no visible output." : "Outputs appear once the instance is deployed."} />
             </Panel>

@@ -3,6 +3,7 @@
 import { Fieldset, NumberInput, Select, SimpleGrid, Stack, Text, TextInput, Textarea } from "@mantine/core";
 import type { Dispatch } from "react";
 
+import { formatMinutes } from "../../components/AutoStop";
 import { KeyValueEditor } from "../../components/KeyValueEditor";
 import { statusLabel } from "../../components/StatusBadge";
 import type { ProfileWizardOptionsQuery, Vendor } from "../../gql/graphql";
@@ -227,6 +228,30 @@ export function GeneralStep({
             </Text>
           )}
         </Stack>
+      </Fieldset>
+      <Fieldset legend="Time limits">
+        <SimpleGrid cols={{ base: 1, sm: 2 }}>
+          <NumberInput
+            label="Auto-stop after (minutes)"
+            description={`Default for new instances; owners can extend it. ${values.autoStopMinutes ? formatMinutes(values.autoStopMinutes) + "." : "Empty: none."}`}
+            min={15}
+            allowDecimal={false}
+            allowNegative={false}
+            value={values.autoStopMinutes}
+            error={errors["timeLimits.autoStopMinutes"]}
+            onChange={(value) => change({ autoStopMinutes: typeof value === "number" ? value : "" }, "timeLimits.autoStopMinutes")}
+          />
+          <NumberInput
+            label="Maximum lifetime (minutes)"
+            description={`No instance runs longer, nothing extends it. ${values.maxLifetimeMinutes ? formatMinutes(values.maxLifetimeMinutes) + "." : "Empty: none."}`}
+            min={15}
+            allowDecimal={false}
+            allowNegative={false}
+            value={values.maxLifetimeMinutes}
+            error={errors["timeLimits.maxLifetimeMinutes"]}
+            onChange={(value) => change({ maxLifetimeMinutes: typeof value === "number" ? value : "" }, "timeLimits.maxLifetimeMinutes")}
+          />
+        </SimpleGrid>
       </Fieldset>
       <SimpleGrid cols={{ base: 1, md: 2 }} spacing="xl">
         <KeyValueEditor

@@ -74,6 +74,7 @@ const PROFILE = {
   readmeHtml: "<h1>Hello</h1>",
   project: { id: "p1", name: "ml" },
   resources: { cpu: "4", memory: "16Gi", storage: "50Gi", gpuCount: 1, gpuVendor: "NVIDIA", gpuModel: "A100" },
+  timeLimits: { autoStopMinutes: 240, maxLifetimeMinutes: null },
   labels: [{ key: "team", value: "ml" }],
   annotations: [],
   inputSettings: [
@@ -195,6 +196,7 @@ describe("Add Compute Profile wizard", () => {
         environmentTemplateVersion: "v1",
         cluster: null,
         resources: { cpu: "8", memory: "64Gi", storage: "100Gi", gpuCount: 2, gpuVendor: "NVIDIA", gpuModel: null },
+        timeLimits: { autoStopMinutes: null, maxLifetimeMinutes: null },
         labels: [{ key: "team", value: "ml" }],
         annotations: [],
         iconUrl: "https://example.com/icon.png",
@@ -314,6 +316,7 @@ describe("Edit Compute Profile", () => {
       allocationType: "SHARED",
       environmentTemplateVersion: "v1",
       resources: { cpu: "4", memory: "16Gi", storage: "50Gi", gpuCount: 1, gpuVendor: "NVIDIA", gpuModel: "A100" },
+      timeLimits: { autoStopMinutes: 240, maxLifetimeMinutes: null },
       labels: [{ key: "team", value: "ml" }],
       readme: "# Hello",
       inputSettings: [

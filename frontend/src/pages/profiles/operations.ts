@@ -68,6 +68,10 @@ export const ProfileDetailDocument = graphql(`
         id
         name
       }
+      timeLimits {
+        autoStopMinutes
+        maxLifetimeMinutes
+      }
       resources {
         cpu
         memory

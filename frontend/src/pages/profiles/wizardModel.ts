@@ -45,6 +45,9 @@ export interface WizardValues {
   gpuCount: number;
   gpuVendor: Vendor;
   gpuModel: string;
+  /** Minutes of running; "": no limit. */
+  autoStopMinutes: number | "";
+  maxLifetimeMinutes: number | "";
   labels: Pair[];
   annotations: Pair[];
   iconUrl: string;
@@ -68,6 +71,7 @@ export const STEP_FIELDS: readonly (readonly string[])[] = [
     "environmentTemplateVersion",
     "cluster",
     "resources",
+    "timeLimits",
     "labels",
     "annotations",
   ],
@@ -109,6 +113,8 @@ export function emptyValues(): WizardValues {
     gpuCount: 0,
     gpuVendor: "CPU",
     gpuModel: "",
+    autoStopMinutes: "",
+    maxLifetimeMinutes: "",
     labels: [],
     annotations: [],
     iconUrl: "",
@@ -170,6 +176,8 @@ export function valuesFromProfile(profile: Profile): WizardValues {
     gpuCount: profile.resources.gpuCount,
     gpuVendor: profile.resources.gpuVendor,
     gpuModel: profile.resources.gpuModel ?? "",
+    autoStopMinutes: profile.timeLimits.autoStopMinutes ?? "",
+    maxLifetimeMinutes: profile.timeLimits.maxLifetimeMinutes ?? "",
     labels: profile.labels.map(({ key, value }) => ({ key, value })),
     annotations: profile.annotations.map(({ key, value }) => ({ key, value })),
     iconUrl: profile.iconUrl ?? "",
@@ -220,6 +228,13 @@ function outputSettings(values: WizardValues, version: TemplateVersion | null | 
   });
 }
 
+function timeLimits(values: WizardValues) {
+  return {
+    autoStopMinutes: values.autoStopMinutes === "" ? null : values.autoStopMinutes,
+    maxLifetimeMinutes: values.maxLifetimeMinutes === "" ? null : values.maxLifetimeMinutes,
+  };
+}
+
 function resources(values: WizardValues) {
   return {
     cpu: values.cpu.trim(),
@@ -245,6 +260,7 @@ export function createInput(
     environmentTemplateVersion: values.versionId ?? "",
     cluster: values.clusterId || null,
     resources: resources(values),
+    timeLimits: timeLimits(values),
     labels: values.labels,
     annotations: values.annotations,
     iconUrl: values.iconUrl.trim() || null,
@@ -269,6 +285,7 @@ export function updateInput(
     // null leaves the cluster as it is: the API cannot put a profile back on the default cluster.
     cluster: values.clusterId || null,
     resources: resources(values),
+    timeLimits: timeLimits(values),
     labels: values.labels,
     annotations: values.annotations,
     iconUrl: values.iconUrl.trim(),

@@ -17,6 +17,7 @@ import { useQuery } from "urql";
 
 import { useAuth } from "../../app/auth";
 import { useProject } from "../../app/project";
+import { AutoStopPanel } from "../../components/AutoStop";
 import { describeError } from "../../components/errors";
 import { OwnerText } from "../../components/Owner";
 import { Section } from "../../components/Section";
@@ -90,6 +91,7 @@ function ServiceView({ service, reload }: { service: Service; reload: () => void
           {live.statusMessage}
         </Alert>
       )}
+      <AutoStopPanel kind="service" id={service.id} status={live.status} />
       <Section title="Connect">
         <ConnectLinks
           links={live.connect}
