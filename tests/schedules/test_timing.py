@@ -119,3 +119,10 @@ def test_next_run_is_the_first_matching_moment(
             break
         previous = step
     assert step == found
+
+
+def test_names_no_zone_can_have_are_no_zone_rather_than_an_error() -> None:
+    # found by tests/graphql/test_fuzz.py: a 5,000-character name made ZoneInfo raise OSError
+    for name in ("x" * 5000, "Europe/" + "x" * 300, "a\x00b", "a/../b", "/etc/passwd", " Europe/Berlin"):
+        assert zone(name) is None, name
+    assert zone("America/Argentina/ComodRivadavia") is not None

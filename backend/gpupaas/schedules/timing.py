@@ -24,13 +24,17 @@ def parse_time(text: str) -> time | None:
     return time(int(match.group(1)), int(match.group(2))) if match else None
 
 
+# The longest IANA zone name is 32 characters ("America/Argentina/ComodRivadavia").
+MAX_ZONE_NAME = 64
+
+
 def zone(name: str) -> ZoneInfo | None:
     """The IANA time zone, or None when there is no such zone."""
-    if not name or name != name.strip() or name.startswith("/") or ".." in name:
+    if not name or len(name) > MAX_ZONE_NAME or name != name.strip() or name.startswith("/") or ".." in name:
         return None
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a name no file system takes
         return None
 
 
