@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 from datetime import timedelta
 
+from gpupaas.audit.service import AuditPurger
 from gpupaas.events.broadcast import StatusBroadcaster
 from gpupaas.events.bus import Bus
 from gpupaas.events.relay import TOPICS, Relay
@@ -83,6 +84,8 @@ class Runtime:
             if self.worker is not None and settings.simulated_endpoints
             else None
         )
+        # The audit log's retention, applied in every process (purging twice deletes nothing more).
+        self.audit_purger = AuditPurger(settings.audit_retention_days)
         self._started = False
 
     async def start(self) -> None:
@@ -97,12 +100,14 @@ class Runtime:
         if self.endpoints is not None:
             await self.endpoints.start()
         await self.relay.start()
+        await self.audit_purger.start()
         self._started = True
 
     async def stop(self) -> None:
         if not self._started:
             return
         self._started = False
+        await self.audit_purger.stop()
         await self.relay.stop()
         if self.endpoints is not None:
             await self.endpoints.stop()

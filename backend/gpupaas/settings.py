@@ -6,6 +6,7 @@ names the variable and says what it accepts.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import secrets
 from collections.abc import Callable, Mapping
@@ -126,6 +127,19 @@ def _origins(env: Mapping[str, str]) -> tuple[str, ...]:
     return origins
 
 
+def _proxies(env: Mapping[str, str]) -> tuple[str, ...]:
+    raw = env.get("GPUPAAS_TRUSTED_PROXIES", "")
+    proxies = tuple(p.strip() for p in raw.split(",") if p.strip())
+    for proxy in proxies:
+        try:
+            ipaddress.ip_network(proxy, strict=False)
+        except ValueError:
+            raise SettingsError(
+                f"GPUPAAS_TRUSTED_PROXIES: {proxy!r} is not an address or network such as 10.0.0.0/8"
+            ) from None
+    return proxies
+
+
 @dataclass(frozen=True)
 class Settings:
     database_url: str
@@ -190,6 +204,10 @@ class Settings:
     # Owners (compute/owners.py): whether a project MEMBER sees the project's instances that other
     # members own (read-only, without their secrets), or only their own.
     members_see_all_instances: bool = True
+    # The audit log: entries older than this many days are purged (0: kept forever); the addresses
+    # (or networks) of reverse proxies whose X-Forwarded-For names the client (audit/addresses.py).
+    audit_retention_days: int = 365
+    trusted_proxies: tuple[str, ...] = field(default_factory=tuple)
 
     @property
     def is_sqlite(self) -> bool:
@@ -253,4 +271,6 @@ class Settings:
             ws_compression=_bool(env, "GPUPAAS_WS_COMPRESSION", False),
             ws_recheck_seconds=_float(env, "GPUPAAS_WS_RECHECK_SECONDS", 60.0, minimum=1.0),
             members_see_all_instances=_bool(env, "GPUPAAS_MEMBERS_SEE_ALL_INSTANCES", True),
+            audit_retention_days=_int(env, "GPUPAAS_AUDIT_RETENTION_DAYS", 365),
+            trusted_proxies=_proxies(env),
         )

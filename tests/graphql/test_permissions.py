@@ -281,6 +281,13 @@ CASES: dict[str, list[Case]] = {
         Case(lambda w: {"id": w.take("transferable_services"), "owner": "tina"}, WRITE)
     ],
     "Subscription.serviceInstanceStatus": [Case(lambda w: {"id": w.service}, READ)],
+    # ------------------------------------------------------------ audit log
+    # Platform admins read all of it; project admins their projects' entries (the outsider is an
+    # admin of "other"); members nothing.
+    "Query.auditLog": [
+        Case(lambda w: {"filter": {"project": "ml"}}, WRITE),
+        Case(lambda w: {}, _rule(UNAUTH, OK, FORBIDDEN, FORBIDDEN, OK, OK)),
+    ],
 }
 
 

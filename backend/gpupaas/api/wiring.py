@@ -3,6 +3,8 @@ every domain is known. Bound when the schema is built (api/schema.py); `bind()` 
 
 from __future__ import annotations
 
+from gpupaas.accounts import service as accounts
+from gpupaas.audit import service as audit
 from gpupaas.catalog.service import profiles as catalog
 from gpupaas.clusters import service as clusters
 from gpupaas.compute import graphql as compute_graphql
@@ -21,3 +23,5 @@ def bind() -> None:
     clusters.CLUSTER_USERS.bind((catalog.profiles_on, compute.instances_on))
     # A cluster's check reports the GPU models of the profiles deploying to it that no node has.
     clusters.GPU_MODELS_ON.bind(catalog.gpu_models_on)
+    # The audit log finds the project a filter or a refused request names.
+    audit.PROJECT_NAMED.bind(accounts.project_named)
