@@ -10,6 +10,7 @@ import { routes as instanceRoutes } from "../pages/instances/routes";
 import { routes as profileRoutes } from "../pages/profiles/routes";
 import { routes as serviceRoutes } from "../pages/services/routes";
 import { routes as templateRoutes } from "../pages/templates/routes";
+import { routes as auditRoutes } from "../pages/audit/routes";
 import { AuthProvider, useAuth } from "./auth";
 import { Layout } from "./Layout";
 import { lastProject } from "./project";
@@ -41,6 +42,7 @@ export const appRoutes: RouteObject[] = [
       ...templateRoutes,
       ...instanceTemplateRoutes,
       ...clusterRoutes,
+      ...auditRoutes,
     ],
   },
   { path: "*", element: <Navigate to="/" replace /> },

@@ -10,6 +10,7 @@ import {
   IconLayoutGrid,
   IconLogout,
   IconServer,
+  IconHistory,
   IconTemplate,
 } from "@tabler/icons-react";
 import { useEffect, type ReactNode } from "react";
@@ -107,6 +108,7 @@ export function Layout() {
                 <Item to={`${base}/studio/templates`} label="Environment Templates" icon={<IconFileCode size={16} />} />
                 <Item to={`${base}/studio/instance-templates`} label="Instance Templates" icon={<IconTemplate size={16} />} />
                 {me.isPlatformAdmin && <Item to={`${base}/studio/clusters`} label="Clusters" icon={<IconServer size={16} />} />}
+                <Item to={`${base}/studio/audit`} label="Audit log" icon={<IconHistory size={16} />} />
               </>
             )}
           </nav>
