@@ -273,3 +273,19 @@ async def test_the_runtime_purges_when_it_starts(db: object, settings: Settings)
         assert not await AuditEntry.exists()
     finally:
         await runtime.stop()
+
+
+async def test_a_change_costs_one_insert_into_the_log(
+    db: object, gql: GraphQLClient, count_queries: Any
+) -> None:
+    alice = await make_user("alice")
+    await make_project("ml", alice=Role.ADMIN)
+    made = await gql(CREATE_TEMPLATE, {"input": {"project": "ml", "name": "t1"}}, token=alice.token)
+    template = made["data"]["createEnvironmentTemplate"]["environmentTemplate"]["id"]
+    count_queries.statements.clear()
+    update = """mutation($input: UpdateEnvironmentTemplateInput!) {
+      updateEnvironmentTemplate(input: $input) { userErrors { code } } }"""
+    body = await gql(update, {"input": {"id": template, "displayName": "T one"}}, token=alice.token)
+    assert body["data"]["updateEnvironmentTemplate"]["userErrors"] == []
+    audit_statements = [s for s in count_queries.statements if "audit_entries" in s]
+    assert len(audit_statements) == 1 and audit_statements[0].startswith("INSERT"), audit_statements
