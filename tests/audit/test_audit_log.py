@@ -289,3 +289,24 @@ async def test_a_change_costs_one_insert_into_the_log(
     assert body["data"]["updateEnvironmentTemplate"]["userErrors"] == []
     audit_statements = [s for s in count_queries.statements if "audit_entries" in s]
     assert len(audit_statements) == 1 and audit_statements[0].startswith("INSERT"), audit_statements
+
+
+async def test_a_refusal_about_an_object_is_in_its_projects_log(db: object, gql: GraphQLClient) -> None:
+    # given olivia's instance in ml, and bob, a member, who may not deploy it
+    alice, bob, olivia = await make_user("alice"), await make_user("bob"), await make_user("olivia")
+    ml = await make_project("ml", alice=Role.ADMIN, bob=Role.MEMBER, olivia=Role.MEMBER)
+    profile = await make_profile(ml, await make_version(await make_template(ml)))
+    instance = await make_instance(ml, profile, by=olivia)
+    deploy = "mutation($id: ID!) { deployComputeInstance(id: $id) { userErrors { code } } }"
+    # when bob tries
+    body = await gql(deploy, {"id": str(instance.id)}, token=bob.token)
+    assert body["errors"][0]["extensions"]["code"] == "FORBIDDEN"
+    # then ml's admin reads who tried what
+    log = await _log(gql, alice.token, filter={"project": "ml", "outcome": "REFUSED"})
+    [entry] = [edge["node"] for edge in log["edges"]]
+    assert (entry["actorName"], entry["action"], entry["objectId"], entry["errorCode"]) == (
+        "bob",
+        "deployComputeInstance",
+        str(instance.id),
+        "FORBIDDEN",
+    )

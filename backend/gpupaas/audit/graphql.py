@@ -180,6 +180,9 @@ class AuditedMutation(FieldExtension):
 
         async def refused(code: str, message: str, outcome: AuditOutcome = AuditOutcome.REFUSED) -> None:
             project = await service.PROJECT_NAMED()(project_name) if project_name else None
+            if project is None and object_id is not None:
+                # The project of the object, as its own entries name it: its admins see who tried.
+                project = await service.project_of_object(object_id)
             await recorder.refused(
                 scope,
                 code,

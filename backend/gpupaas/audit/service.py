@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -77,6 +78,27 @@ async def entries(actor: Actor, where: AuditFilter, first: int | None, after: st
     if where.until is not None:
         query = query.filter(created_at__lt=where.until)
     return await paginate(query, first, after)
+
+
+@dataclass(frozen=True)
+class _Project:
+    id: uuid.UUID
+    name: str
+    is_system: bool = False
+
+
+async def project_of_object(object_id: str) -> Owner | None:
+    """The project an object belongs to, as the latest entry about it with a project says (None:
+    no entry names one, such as for an id that names nothing)."""
+    row = (
+        await AuditEntry.filter(object_id=object_id, project_id__not_isnull=True)
+        .order_by("-created_at")
+        .first()
+        .values("project_id", "project_name")
+    )
+    if row is None:
+        return None
+    return _Project(id=row["project_id"], name=row["project_name"] or "")
 
 
 # ---------------------------------------------------------------- retention
