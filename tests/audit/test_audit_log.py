@@ -310,3 +310,18 @@ async def test_a_refusal_about_an_object_is_in_its_projects_log(db: object, gql:
         str(instance.id),
         "FORBIDDEN",
     )
+
+
+def test_the_audit_settings_are_read_and_checked() -> None:
+    from gpupaas.settings import SettingsError
+
+    base = {"GPUPAAS_DATABASE_URL": "postgres://u:p@db:5432/x", "GPUPAAS_SECRET_KEY": "k" * 40}
+    settings = Settings.from_env(
+        {**base, "GPUPAAS_AUDIT_RETENTION_DAYS": "30", "GPUPAAS_TRUSTED_PROXIES": "10.0.0.0/8, 192.168.1.5"}
+    )
+    assert (settings.audit_retention_days, settings.trusted_proxies) == (30, ("10.0.0.0/8", "192.168.1.5"))
+    assert Settings.from_env(base).audit_retention_days == 365
+    with pytest.raises(SettingsError, match=r"GPUPAAS_TRUSTED_PROXIES: 'proxy\.local' is not an address"):
+        Settings.from_env({**base, "GPUPAAS_TRUSTED_PROXIES": "proxy.local"})
+    with pytest.raises(SettingsError, match="GPUPAAS_AUDIT_RETENTION_DAYS"):
+        Settings.from_env({**base, "GPUPAAS_AUDIT_RETENTION_DAYS": "-1"})
