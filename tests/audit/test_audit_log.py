@@ -325,3 +325,26 @@ def test_the_audit_settings_are_read_and_checked() -> None:
         Settings.from_env({**base, "GPUPAAS_TRUSTED_PROXIES": "proxy.local"})
     with pytest.raises(SettingsError, match="GPUPAAS_AUDIT_RETENTION_DAYS"):
         Settings.from_env({**base, "GPUPAAS_AUDIT_RETENTION_DAYS": "-1"})
+
+
+async def test_an_unexpected_error_is_recorded_as_failed(
+    db: object, gql: GraphQLClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gpupaas.accounts import service as accounts
+
+    root = await make_user("root", platform_admin=True)
+
+    async def broken(*args: object) -> None:
+        raise RuntimeError("the disk is full")
+
+    monkeypatch.setattr(accounts, "create_project", broken)
+    create = 'mutation { createProject(input: {name: "x"}) { userErrors { code } } }'
+    body = await gql(create, token=root.token)
+    assert body["errors"][0]["extensions"]["code"] == "INTERNAL"
+    entry = await AuditEntry.get(action="createProject")
+    assert (entry.outcome, entry.error_code, entry.error_message, entry.actor_name) == (
+        AuditOutcome.FAILED,
+        "INTERNAL",
+        "Unexpected error.",
+        "root",
+    )

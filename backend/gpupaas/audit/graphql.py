@@ -179,20 +179,23 @@ class AuditedMutation(FieldExtension):
         object_id, project_name = _named(kwargs)
 
         async def refused(code: str, message: str, outcome: AuditOutcome = AuditOutcome.REFUSED) -> None:
-            project = await service.PROJECT_NAMED()(project_name) if project_name else None
-            if project is None and object_id is not None:
-                # The project of the object, as its own entries name it: its admins see who tried.
-                project = await service.project_of_object(object_id)
-            await recorder.refused(
-                scope,
-                code,
-                message,
-                outcome=outcome,
-                object_type=object_type_of(name),
-                object_id=object_id,
-                project=project,
-                project_name=project_name,
-            )
+            try:
+                project = await service.PROJECT_NAMED()(project_name) if project_name else None
+                if project is None and object_id is not None:
+                    # The project of the object, as its own entries name it: its admins see who tried.
+                    project = await service.project_of_object(object_id)
+                await recorder.refused(
+                    scope,
+                    code,
+                    message,
+                    outcome=outcome,
+                    object_type=object_type_of(name),
+                    object_id=object_id,
+                    project=project,
+                    project_name=project_name,
+                )
+            except Exception:  # the database may be what failed: the caller gets the first error
+                log.exception("could not record the refusal of %s", name)
 
         with recorder.scoped(scope):
             try:
