@@ -17,6 +17,8 @@ from typing import Any
 from tortoise.exceptions import BaseORMException
 
 from gpupaas import db
+from gpupaas.audit import recorder as audit
+from gpupaas.audit.models import AuditActorKind
 from gpupaas.core.errors import UserErrors
 from gpupaas.settings import Settings, SettingsError
 
@@ -32,11 +34,16 @@ def _settings() -> Settings:
         raise CommandError(str(error)) from None
 
 
-async def _with_db(settings: Settings, work: Callable[[], Awaitable[Any]]) -> Any:
+async def _with_db(settings: Settings, work: Callable[[], Awaitable[Any]], action: str | None = None) -> Any:
+    """Runs `work` connected to the database; `action`: what the audit log records it as (the
+    actor is the CLI, which runs on the server, with its access to the database)."""
     await db.migrate_database(settings.database_url, settings.secret_key)
     await db.connect(settings.database_url)
     try:
-        return await work()
+        if action is None:
+            return await work()
+        with audit.acting_as(AuditActorKind.CLI, action):
+            return await work()
     finally:
         await db.close()
 
@@ -119,7 +126,7 @@ def cmd_create_user(args: argparse.Namespace) -> None:
     async def work() -> Any:
         return await service.create_user(None, args.username, password, args.platform_admin)
 
-    user = asyncio.run(_with_db(settings, work))
+    user = asyncio.run(_with_db(settings, work, "createUser"))
     role = "platform admin" if user.is_platform_admin else "user"
     print(f"created {role} {user.username}")
 
@@ -141,7 +148,7 @@ def cmd_create_token(args: argparse.Namespace) -> None:
         _, secret = await service.create_api_token(actor, args.name, expires)
         return secret
 
-    print(asyncio.run(_with_db(settings, work)))
+    print(asyncio.run(_with_db(settings, work, "createApiToken")))
 
 
 def cmd_create_project(args: argparse.Namespace) -> None:
@@ -149,7 +156,9 @@ def cmd_create_project(args: argparse.Namespace) -> None:
 
     settings = _settings()
     project = asyncio.run(
-        _with_db(settings, lambda: service.create_project(None, args.name, args.display_name))
+        _with_db(
+            settings, lambda: service.create_project(None, args.name, args.display_name), "createProject"
+        )
     )
     print(f"created project {project.name}")
 
@@ -163,7 +172,11 @@ def cmd_add_member(args: argparse.Namespace) -> None:
     except ValueError:
         raise CommandError(f"role must be ADMIN or MEMBER, not {args.role!r}") from None
     settings = _settings()
-    asyncio.run(_with_db(settings, lambda: service.set_member(None, args.project, args.username, role)))
+    asyncio.run(
+        _with_db(
+            settings, lambda: service.set_member(None, args.project, args.username, role), "setProjectMember"
+        )
+    )
     print(f"{args.username} is {role.value} of {args.project}")
 
 

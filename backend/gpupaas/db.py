@@ -15,6 +15,7 @@ from tortoise.migrations.api import migrate
 APP = "gpupaas"
 MODEL_MODULES = [
     "gpupaas.accounts.models",
+    "gpupaas.audit.models",
     "gpupaas.catalog.models",
     "gpupaas.clusters.models",
     "gpupaas.compute.models",

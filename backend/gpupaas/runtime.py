@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 from datetime import timedelta
 
+from gpupaas.audit.service import AuditPurger
 from gpupaas.events.broadcast import StatusBroadcaster
 from gpupaas.events.bus import Bus
 from gpupaas.events.relay import TOPICS, Relay
@@ -107,6 +108,8 @@ class Runtime:
             if self.worker is not None and settings.simulated_endpoints
             else None
         )
+        # The audit log's retention, applied in every process (purging twice deletes nothing more).
+        self.audit_purger = AuditPurger(settings.audit_retention_days)
         self._started = False
 
     async def start(self) -> None:
@@ -124,6 +127,7 @@ class Runtime:
             await self.endpoints.start()
         await self.relay.start()
         await self.webhooks.start()
+        await self.audit_purger.start()
         self._started = True
 
     async def stop(self) -> None:
@@ -131,6 +135,7 @@ class Runtime:
             return
         self._started = False
         await self.webhooks.stop()
+        await self.audit_purger.stop()
         await self.relay.stop()
         if self.endpoints is not None:
             await self.endpoints.stop()

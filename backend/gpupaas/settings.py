@@ -6,6 +6,7 @@ names the variable and says what it accepts.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import secrets
 from collections.abc import Callable, Mapping
@@ -126,6 +127,19 @@ def _origins(env: Mapping[str, str]) -> tuple[str, ...]:
     return origins
 
 
+def _proxies(env: Mapping[str, str]) -> tuple[str, ...]:
+    raw = env.get("GPUPAAS_TRUSTED_PROXIES", "")
+    proxies = tuple(p.strip() for p in raw.split(",") if p.strip())
+    for proxy in proxies:
+        try:
+            ipaddress.ip_network(proxy, strict=False)
+        except ValueError:
+            raise SettingsError(
+                f"GPUPAAS_TRUSTED_PROXIES: {proxy!r} is not an address or network such as 10.0.0.0/8"
+            ) from None
+    return proxies
+
+
 @dataclass(frozen=True)
 class Settings:
     database_url: str
@@ -203,6 +217,10 @@ class Settings:
     # warning event goes out, and how often a worker's scheduler looks for what is due.
     auto_stop_warning_minutes: int = 15
     scheduler_interval_seconds: float = 30.0
+    # The audit log: entries older than this many days are purged (0: kept forever); the addresses
+    # (or networks) of reverse proxies whose X-Forwarded-For names the client (audit/addresses.py).
+    audit_retention_days: int = 365
+    trusted_proxies: tuple[str, ...] = field(default_factory=tuple)
 
     @property
     def is_sqlite(self) -> bool:
@@ -274,4 +292,6 @@ class Settings:
             webhook_log_days=_float(env, "GPUPAAS_WEBHOOK_LOG_DAYS", 30.0, minimum=0.01),
             auto_stop_warning_minutes=_int(env, "GPUPAAS_AUTO_STOP_WARNING_MINUTES", 15),
             scheduler_interval_seconds=_float(env, "GPUPAAS_SCHEDULER_INTERVAL_SECONDS", 30.0, minimum=0.01),
+            audit_retention_days=_int(env, "GPUPAAS_AUDIT_RETENTION_DAYS", 365),
+            trusted_proxies=_proxies(env),
         )

@@ -371,6 +371,13 @@ CASES: dict[str, list[Case]] = {
     "Mutation.extendServiceInstanceAutoStop": [
         Case(lambda w: {"id": w.take("armed_services"), "minutes": 60}, MANAGE)
     ],
+    # ------------------------------------------------------------ audit log
+    # Platform admins read all of it; project admins their projects' entries (the outsider is an
+    # admin of "other"); members nothing.
+    "Query.auditLog": [
+        Case(lambda w: {"filter": {"project": "ml"}}, WRITE),
+        Case(lambda w: {}, _rule(UNAUTH, OK, FORBIDDEN, FORBIDDEN, OK, OK)),
+    ],
 }
 
 

@@ -10,6 +10,7 @@ from strawberry.dataloader import DataLoader
 
 from gpupaas.accounts import service
 from gpupaas.accounts.models import ApiToken, Membership, Project
+from gpupaas.audit import recorder as audit
 from gpupaas.core.actor import Principal, Role
 from gpupaas.graphql.common import DeletePayload, UserError, attempt, delete_payload
 from gpupaas.graphql.context import SESSION_COOKIE, Info
@@ -199,6 +200,9 @@ class AccountsMutation:
     @strawberry.mutation(description="Signs in and sets the HttpOnly session cookie.")
     async def login(self, info: Info, username: str, password: str) -> LoginPayload:
         settings = info.context.settings
+        scope = audit.current()
+        if scope is not None and info.context.actor.user is None:
+            scope.name = username[:128]  # who tried: a failed sign-in is recorded under the name given
         found, errors = await attempt(
             service.login(username, password, timedelta(hours=settings.session_ttl_hours))
         )

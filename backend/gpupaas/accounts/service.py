@@ -20,8 +20,9 @@ from tortoise.exceptions import IntegrityError
 from tortoise.transactions import in_transaction
 
 from gpupaas.accounts.models import ApiToken, Membership, Project, Session, User
+from gpupaas.audit import recorder as audit
 from gpupaas.core import validation
-from gpupaas.core.actor import ANONYMOUS, Actor, Principal, Role
+from gpupaas.core.actor import ANONYMOUS, Actor, Credential, Principal, Role
 from gpupaas.core.errors import Collector, ErrorCode, UserErrors
 from gpupaas.core.ids import parse_id
 from gpupaas.events import outbox
@@ -120,8 +121,16 @@ async def login(username: str, password: str, ttl: timedelta) -> tuple[User, str
         )
     secret = secrets.token_urlsafe(32)
     moment = now()
-    await Session.filter(user_id=user.id, expires_at__lte=moment).delete()  # sessions that ended unused
-    await Session.create(user=user, token_hash=hash_secret(secret), expires_at=moment + ttl)
+    async with in_transaction():
+        await Session.filter(user_id=user.id, expires_at__lte=moment).delete()  # sessions that ended unused
+        session = await Session.create(user=user, token_hash=hash_secret(secret), expires_at=moment + ttl)
+        await audit.record(
+            "Session",
+            session.id,
+            user.username,
+            user=user,
+            after=audit.fields_of(session, omit=["token_hash"]),
+        )
     return user, secret
 
 
@@ -144,6 +153,7 @@ async def logout(session_secret: str | None) -> None:
     if session is not None:
         async with in_transaction():
             await session.delete()
+            await audit.record("Session", session.id, before=audit.fields_of(session, omit=["token_hash"]))
             await credentials_changed(session.user_id)
         outbox.notify()
 
@@ -173,7 +183,11 @@ async def actor_for_session(secret: str) -> Actor:
     if expires_at <= now():
         await Session.filter(id=session_id).delete()
         return ANONYMOUS
-    return _caller_of(rows, 2)
+    actor = _caller_of(rows, 2)
+    if actor is ANONYMOUS:  # a disabled user
+        return ANONYMOUS
+    actor.credential = Credential("SESSION", session_id)
+    return actor
 
 
 async def actor_for_token(secret: str) -> Actor:
@@ -182,17 +196,20 @@ async def actor_for_token(secret: str) -> Actor:
     if not secret.startswith(TOKEN_PREFIX):
         return ANONYMOUS
     rows = await ApiToken.filter(token_hash=hash_secret(secret)).values_list(
-        "id", "expires_at", "last_used_at", *_CALLER
+        "id", "expires_at", "last_used_at", "name", *_CALLER
     )
     if not rows:
         return ANONYMOUS
-    token_id, expires_at, last_used_at = rows[0][:3]
+    token_id, expires_at, last_used_at, token_name = rows[0][:4]
     moment = now()
     if expires_at is not None and expires_at <= moment:
         return ANONYMOUS
-    caller = _caller_of(rows, 3)
-    if caller is not ANONYMOUS and (last_used_at is None or moment - last_used_at >= _LAST_USED_GRANULARITY):
+    caller = _caller_of(rows, 4)
+    if caller is ANONYMOUS:  # a disabled user
+        return ANONYMOUS
+    if last_used_at is None or moment - last_used_at >= _LAST_USED_GRANULARITY:
         await ApiToken.filter(id=token_id).update(last_used_at=moment)
+    caller.credential = Credential("TOKEN", token_id, token_name)
     return caller
 
 
@@ -211,9 +228,11 @@ async def create_api_token(actor: Actor, name: str, expires_at: datetime | None)
     problems.raise_if_any()
     secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
     try:
-        token = await ApiToken.create(
-            user_id=user.id, name=name, token_hash=hash_secret(secret), expires_at=expires_at
-        )
+        async with in_transaction():
+            token = await ApiToken.create(
+                user_id=user.id, name=name, token_hash=hash_secret(secret), expires_at=expires_at
+            )
+            await audit.record("ApiToken", token.id, name, after=audit.fields_of(token, omit=["token_hash"]))
     except IntegrityError:
         raise UserErrors.one(
             ("input", "name"), f'you already have a token named "{name}"', ErrorCode.TAKEN
@@ -232,13 +251,17 @@ async def revoke_api_token(actor: Actor, token_id: str) -> str:
     query = ApiToken.filter(id=token_uuid) if token_uuid else None
     if query is not None and not actor.is_platform_admin:
         query = query.filter(user_id=user.id)
+    tokens = await query if query is not None else []
+    if query is None or not tokens:
+        raise UserErrors.one(("id",), "No such API token.", ErrorCode.NOT_FOUND)
     async with in_transaction():
-        owners: list[uuid.UUID] = (
-            [token.user_id for token in await query.only("id", "user_id")] if query is not None else []
-        )
-        if query is None or not owners or not await query.delete():
+        # A new query: one built before the transaction would not run on its connection.
+        if not await ApiToken.filter(id__in=[token.id for token in tokens]).delete():
             raise UserErrors.one(("id",), "No such API token.", ErrorCode.NOT_FOUND)
-        for owner in set(owners):
+        for token in tokens:
+            before = audit.fields_of(token, omit=["token_hash"])
+            await audit.record("ApiToken", token.id, token.name, before=before)
+        for owner in {token.user_id for token in tokens}:
             await credentials_changed(owner)
     outbox.notify()
     return token_id
@@ -262,9 +285,12 @@ async def create_user(actor: Actor | None, username: str, password: str, is_plat
         problems.add(("input", "username"), f'username "{username}" is taken', ErrorCode.TAKEN)
     problems.raise_if_any()
     try:
-        return await User.create(
-            username=username, password_hash=hash_password(password), is_platform_admin=is_platform_admin
-        )
+        async with in_transaction():
+            user = await User.create(
+                username=username, password_hash=hash_password(password), is_platform_admin=is_platform_admin
+            )
+            await audit.record("User", user.id, username, after=audit.fields_of(user))
+        return user
     except IntegrityError:
         raise UserErrors.one(
             ("input", "username"), f'username "{username}" is taken', ErrorCode.TAKEN
@@ -282,13 +308,17 @@ async def set_user_disabled(actor: Actor | None, username: str, disabled: bool) 
         raise UserErrors.one(("input", "username"), f'user "{username[:64]}" not found', ErrorCode.NOT_FOUND)
     if disabled and actor is not None and actor.user is not None and actor.user.id == user.id:
         raise UserErrors.one(("input", "username"), "you cannot disable yourself", ErrorCode.INVALID)
-    if (user.disabled_at is not None) == disabled:
-        return user
-    user.disabled_at = now() if disabled else None
+    was = {"disabled": user.disabled_at is not None}
+    changed = was["disabled"] != disabled
     async with in_transaction():
-        await user.save(update_fields=["disabled_at"])
-        await credentials_changed(user.id)
-    outbox.notify()
+        if changed:
+            user.disabled_at = now() if disabled else None
+            await user.save(update_fields=["disabled_at"])
+            await credentials_changed(user.id)
+        # recorded even when it was already so: the call was made
+        await audit.record("User", user.id, user.username, before=was, after={"disabled": disabled})
+    if changed:
+        outbox.notify()
     return user
 
 
@@ -303,7 +333,10 @@ async def create_project(actor: Actor | None, name: str, display_name: str | Non
         problems.add(("input", "name"), f'project "{name}" already exists', ErrorCode.TAKEN)
     problems.raise_if_any()
     try:
-        return await Project.create(name=name, display_name=display)
+        async with in_transaction():
+            project = await Project.create(name=name, display_name=display)
+            await audit.record("Project", project.id, name, project=project, after=audit.fields_of(project))
+        return project
     except IntegrityError:
         raise UserErrors.one(("input", "name"), f'project "{name}" already exists', ErrorCode.TAKEN) from None
 
@@ -317,6 +350,11 @@ async def ensure_system_project() -> Project:
         except IntegrityError:  # another process created it first
             project = await Project.get(name=SYSTEM_PROJECT)
     return project
+
+
+async def project_named(name: str) -> Project | None:
+    """The project of a name, whoever asks (the audit log decides rights itself)."""
+    return await Project.get_or_none(name=name) if len(name) <= PROJECT_NAME_MAX else None
 
 
 async def visible_projects(actor: Actor) -> list[Project]:
@@ -362,6 +400,8 @@ async def set_member(actor: Actor | None, project_name: str, username: str, role
         raise UserErrors.one(("input", "username"), f'user "{username[:64]}" not found', ErrorCode.NOT_FOUND)
     async with in_transaction():
         membership = await Membership.get_or_none(user_id=user.id, project_id=project.id)
+        created = membership is None
+        old_role = membership.role if membership is not None else None
         if membership is None:
             try:
                 membership = await Membership.create(user=user, project=project, role=role)
@@ -372,6 +412,15 @@ async def set_member(actor: Actor | None, project_name: str, username: str, role
             membership.role = role
             await membership.save(update_fields=["role"])
             await credentials_changed(user.id)
+        # Setting a member's role is recorded even when it was already that role: the call was made.
+        await audit.record(
+            "Membership",
+            membership.id,
+            user.username,
+            project=project,
+            before={"user": user.username, "role": None if created else old_role},
+            after={"user": user.username, "role": role},
+        )
     if changed:
         outbox.notify()
     membership.project = project
@@ -393,6 +442,13 @@ async def remove_member(actor: Actor, project_name: str, username: str) -> str:
         )
     async with in_transaction():
         await membership.delete()
+        await audit.record(
+            "Membership",
+            membership.id,
+            user.username,
+            project=project,
+            before={"user": user.username, "role": membership.role},
+        )
         await credentials_changed(user.id)
     outbox.notify()
     return str(membership.id)

@@ -17,9 +17,11 @@ from strawberry.extensions.runner import SchemaExtensionsRunner
 from strawberry.schema.config import StrawberryConfig
 from strawberry.tools import merge_types
 from strawberry.types import ExecutionContext
+from strawberry.types.base import get_object_definition
 
 from gpupaas.accounts.graphql import AccountsMutation, AccountsQuery
 from gpupaas.api import wiring
+from gpupaas.audit.graphql import AuditedMutation, AuditQuery
 from gpupaas.catalog.graphql import CatalogMutation, CatalogQuery
 from gpupaas.clusters.graphql import ClustersMutation, ClustersQuery
 from gpupaas.compute.graphql import ComputeMutation, ComputeQuery, ComputeSubscription
@@ -54,6 +56,7 @@ Query = merge_types(
         UsageQuery,
         WebhooksQuery,
         SchedulesQuery,
+        AuditQuery,
     ),
 )
 Mutation = merge_types(
@@ -72,6 +75,11 @@ Mutation = merge_types(
     ),
 )
 Subscription = merge_types("Subscription", (ComputeSubscription, ServiceInstanceSubscription))
+
+# Every mutation runs in an audit scope, whoever wrote it (audit/graphql.py): the services record
+# their changes in it, and refusals are recorded here.
+for _mutation in get_object_definition(Mutation, strict=True).fields:
+    _mutation.extensions.append(AuditedMutation())
 
 
 class Schema(strawberry.Schema):

@@ -3,6 +3,8 @@ every domain is known. Bound when the schema is built (api/schema.py); `bind()` 
 
 from __future__ import annotations
 
+from gpupaas.accounts import service as accounts
+from gpupaas.audit import service as audit
 from gpupaas.catalog.service import profiles as catalog
 from gpupaas.clusters import service as clusters
 from gpupaas.compute import graphql as compute_graphql
@@ -26,3 +28,5 @@ def bind() -> None:
     compute.QUOTA_CHECK.bind(quotas.check_deploy)
     # ...and a refusal is told to the project's webhooks (QUOTA_REACHED).
     compute.QUOTA_REFUSED.bind(quotas.report_refusal)
+    # The audit log finds the project a filter or a refused request names.
+    audit.PROJECT_NAMED.bind(accounts.project_named)

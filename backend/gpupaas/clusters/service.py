@@ -20,6 +20,7 @@ import yaml
 from tortoise.exceptions import IntegrityError
 from tortoise.transactions import in_transaction
 
+from gpupaas.audit import recorder as audit
 from gpupaas.clusters.models import Cluster, ClusterStatus
 from gpupaas.core import crypto, validation, yaml_limits
 from gpupaas.core.actor import Actor
@@ -326,7 +327,13 @@ def _missing_models_message(cluster: Cluster, missing: Sequence[str], wanted: di
     )
 
 
-async def _apply_check(cluster: Cluster, checker: Checker) -> None:
+_CHECKED = ("status", "status_message", "server_version", "missing_gpu_models")
+
+
+async def _apply_check(cluster: Cluster, checker: Checker, *, audited: bool = False) -> None:
+    """Checks the cluster and writes what was found; `audited`: the check is the caller's change
+    (checkCluster), recorded with it."""
+    before = {name: getattr(cluster, name) for name in _CHECKED}
     wanted = await GPU_MODELS_ON()(cluster)
     result = await checker.check(target_of(cluster), list(wanted))
     cluster.status = ClusterStatus.READY if result.reachable else ClusterStatus.UNREACHABLE
@@ -339,14 +346,18 @@ async def _apply_check(cluster: Cluster, checker: Checker) -> None:
         else result.message
     )
     cluster.checked_at = datetime.now(UTC)
-    await Cluster.filter(id=cluster.id).update(
-        status=cluster.status,
-        status_message=cluster.status_message,
-        server_version=cluster.server_version,
-        nodes=cluster.nodes,
-        missing_gpu_models=cluster.missing_gpu_models,
-        checked_at=cluster.checked_at,
-    )
+    async with in_transaction():
+        await Cluster.filter(id=cluster.id).update(
+            status=cluster.status,
+            status_message=cluster.status_message,
+            server_version=cluster.server_version,
+            nodes=cluster.nodes,
+            missing_gpu_models=cluster.missing_gpu_models,
+            checked_at=cluster.checked_at,
+        )
+        if audited:
+            after = {name: getattr(cluster, name) for name in _CHECKED}
+            await audit.record("Cluster", cluster.id, cluster.name, before=before, after=after)
 
 
 async def create_cluster(actor: Actor, data: ClusterIn, *, secret_key: str, checker: Checker) -> Cluster:
@@ -369,6 +380,7 @@ async def create_cluster(actor: Actor, data: ClusterIn, *, secret_key: str, chec
             await cluster.save()
             if cluster.is_default:
                 await _make_default(cluster)
+            await audit.record("Cluster", cluster.id, name, after=audit.fields_of(cluster))
     except IntegrityError:
         raise UserErrors.one(
             ("input", "name"), f'a cluster named "{name}" already exists', ErrorCode.TAKEN
@@ -389,6 +401,7 @@ async def update_cluster(
     actor: Actor, cluster_id: str, data: ClusterIn, *, secret_key: str, checker: Checker
 ) -> Cluster:
     cluster = await _require(actor, cluster_id, ("input", "id"))
+    before = audit.fields_of(cluster)
     problems = Collector()
     if data.name is not None and data.name != cluster.name:
         problems.add(("input", "name"), "the name of a cluster cannot change", ErrorCode.IMMUTABLE)
@@ -407,13 +420,14 @@ async def update_cluster(
             cluster.is_default = True
             await _make_default(cluster)
         await cluster.save()
+        await audit.record("Cluster", cluster.id, cluster.name, before=before, after=audit.fields_of(cluster))
     await _apply_check(cluster, checker)
     return cluster
 
 
 async def check_cluster(actor: Actor, cluster_id: str, *, checker: Checker) -> Cluster:
     cluster = await _require(actor, cluster_id, ("id",))
-    await _apply_check(cluster, checker)
+    await _apply_check(cluster, checker, audited=True)
     return cluster
 
 
@@ -429,7 +443,9 @@ async def delete_cluster(actor: Actor, cluster_id: str) -> str:
         problem = await in_use(cluster)
         if problem is not None:
             raise UserErrors.one(("id",), problem, ErrorCode.INVALID_STATE)
-    await cluster.delete()
+    async with in_transaction():
+        await cluster.delete()
+        await audit.record("Cluster", cluster.id, cluster.name, before=audit.fields_of(cluster))
     return cluster_id
 
 

@@ -22,6 +22,7 @@ from gpupaas.accounts import sharing
 from gpupaas.accounts.models import Project, User
 from gpupaas.accounts.service import project_by_name, require_project
 from gpupaas.accounts.sharing import SharingMode
+from gpupaas.audit import recorder as audit
 from gpupaas.catalog.models import ComputeProfile, ComputeProfileShare
 from gpupaas.clusters.models import Cluster
 from gpupaas.compute import configuration, owners, states
@@ -41,6 +42,10 @@ from gpupaas.metering import meter
 from gpupaas.provisioning.plan import PermanentError
 from gpupaas.runs import lifecycle as runs
 from gpupaas.runs.states import RunAction
+
+# What the audit log leaves out of an instance's snapshots: the profile snapshot (the profile's own
+# entries record its changes) and outputs (written by runs, not by callers).
+_UNAUDITED = ("snapshot", "outputs", "version")
 
 # ---------------------------------------------------------------- visibility
 
@@ -300,6 +305,13 @@ async def create_instance(
             if deploy:
                 await runs.queue(COMPUTE, instance, RunAction.DEPLOY)
             await runs.announce(COMPUTE, instance)
+            await audit.record(
+                "ComputeInstance",
+                instance.id,
+                name,
+                project=owner,
+                after=audit.fields_of(instance, omit=_UNAUDITED),
+            )
     except IntegrityError:
         raise UserErrors.one(
             ("input", "name"), f'an instance named "{name}" already exists in this project', ErrorCode.TAKEN
@@ -314,6 +326,7 @@ async def update_instance(
     """ "Save Changes": labels, annotations, description, display name and inputs (sensitive ones
     sealed with `secret_key`); the status stays."""
     instance = await _require_own(actor, instance_id, ("input", "id"), Request.UPDATE)
+    before = audit.fields_of(instance, omit=_UNAUDITED)
     problems = Collector()
     if data.name is not None and data.name != instance.name:
         problems.add(("input", "name"), "the name of an instance cannot change", ErrorCode.IMMUTABLE)
@@ -322,16 +335,26 @@ async def update_instance(
         _check_renders(problems, instance, instance.project.name, secret_key)
     problems.raise_if_any()
     # Not conditional on the version: saving changes must not collide with a run's status changes.
-    await ComputeInstance.filter(id=instance.id).update(
-        display_name=instance.display_name,
-        description=instance.description,
-        labels=instance.labels,
-        annotations=instance.annotations,
-        inputs=instance.inputs,
-        version=F("version") + 1,
-        updated_at=runs.now(),
-    )
-    return await ComputeInstance.get(id=instance.id)
+    async with in_transaction():
+        await ComputeInstance.filter(id=instance.id).update(
+            display_name=instance.display_name,
+            description=instance.description,
+            labels=instance.labels,
+            annotations=instance.annotations,
+            inputs=instance.inputs,
+            version=F("version") + 1,
+            updated_at=runs.now(),
+        )
+        saved = await ComputeInstance.get(id=instance.id)
+        await audit.record(
+            "ComputeInstance",
+            instance.id,
+            instance.name,
+            project=instance.project,
+            before=before,
+            after=audit.fields_of(saved, omit=_UNAUDITED),
+        )
+    return saved
 
 
 def _services_problem(request: Request, names: Sequence[str]) -> str | None:
@@ -382,9 +405,10 @@ def actions(
 async def _request_run(
     actor: Actor, instance_id: str, request: Request, action: RunAction, reason: str | None = None
 ) -> ComputeInstance:
-    instance = await _require_own(actor, instance_id, ("id",), request)
+    found = await _require_own(actor, instance_id, ("id",), request)
     async with _reporting_quota_refusals(), in_transaction():
-        instance = await runs.locked(COMPUTE, instance.id)
+        instance = await runs.locked(COMPUTE, found.id)
+        before = instance.status
         try:
             status = states.after_request(request, instance.status)
         except states.TransitionError as error:
@@ -397,6 +421,14 @@ async def _request_run(
         await runs.write_status(COMPUTE, instance, status, reason)
         await runs.queue(COMPUTE, instance, action, reason=reason)
         await runs.announce(COMPUTE, instance)
+        await audit.record(
+            "ComputeInstance",
+            instance.id,
+            instance.name,
+            project=found.project,
+            before={"status": before},
+            after={"status": instance.status},
+        )
     outbox.notify()
     return instance
 
@@ -413,9 +445,16 @@ async def destroy(actor: Actor, instance_id: str, *, reason: str | None = None) 
 
 async def delete(actor: Actor, instance_id: str) -> str:
     """Removes a NOT_DEPLOYED instance at once; a deployed one is destroyed first, then removed."""
-    instance = await _require_own(actor, instance_id, ("id",), Request.DELETE)
+    found = await _require_own(actor, instance_id, ("id",), Request.DELETE)
     async with in_transaction():
-        instance = await runs.locked(COMPUTE, instance.id)
+        instance = await runs.locked(COMPUTE, found.id)
+        await audit.record(
+            "ComputeInstance",
+            instance.id,
+            instance.name,
+            project=found.project,
+            before=audit.fields_of(instance, omit=_UNAUDITED),
+        )
         try:
             states.check(Request.DELETE, instance.status)
         except states.TransitionError as error:
@@ -439,11 +478,23 @@ async def set_sharing(
     instance = await _require_own(actor, instance_id, ("id",), Request.SHARE)
     chosen = await sharing.targets(actor, instance.project, mode, projects, what="an instance")
     async with in_transaction():
+        shared_before = await ComputeInstanceShare.filter(instance_id=instance.id).values_list(
+            "project__name", flat=True
+        )
+        before = {"sharing_mode": instance.sharing_mode, "shared_with": sorted(str(n) for n in shared_before)}
         await ComputeInstanceShare.filter(instance_id=instance.id).delete()
         for target in chosen:
             await ComputeInstanceShare.create(instance=instance, project=target)
         instance.sharing_mode = mode
         await ComputeInstance.filter(id=instance.id).update(sharing_mode=mode, updated_at=runs.now())
+        await audit.record(
+            "ComputeInstance",
+            instance.id,
+            instance.name,
+            project=instance.project,
+            before=before,
+            after={"sharing_mode": mode, "shared_with": sorted(t.name for t in chosen)},
+        )
     return instance
 
 
@@ -495,6 +546,14 @@ async def transfer(actor: Actor, instance_id: str, username: str) -> ComputeInst
         # Usage from now on is charged to the new owner.
         await meter.recharge(locked.id, user.id, runs.now())
         await MOVE_SERVICES()(instance.id, previous, user.id)
+        await audit.record(
+            "ComputeInstance",
+            instance.id,
+            instance.name,
+            project=instance.project,
+            before={"owner_id": previous},
+            after={"owner_id": user.id, "owner": user.username},
+        )
         # Lists and dashboards that show owners learn it live.
         await runs.announce(COMPUTE, locked)
     outbox.notify()

@@ -51,12 +51,23 @@ class Owner(Protocol):
     def is_system(self) -> bool: ...
 
 
+@dataclass(frozen=True)
+class Credential:
+    """What signed the caller in: a session (its id) or an API token (its id and name), never
+    the secret. The audit log names it."""
+
+    kind: str  # "SESSION" or "TOKEN"
+    id: uuid.UUID
+    name: str | None = None
+
+
 @dataclass
 class Actor:
     """Who is calling, with their roles loaded once per request."""
 
     user: Principal | None
     roles: dict[uuid.UUID, Role] = field(default_factory=dict)
+    credential: Credential | None = None
 
     @property
     def is_platform_admin(self) -> bool:

@@ -21,9 +21,11 @@ from typing import Any
 
 from tortoise.exceptions import IntegrityError
 from tortoise.expressions import Q
+from tortoise.transactions import in_transaction
 
 from gpupaas.accounts.models import Project
 from gpupaas.accounts.service import ensure_system_project, project_by_name, require_project
+from gpupaas.audit import recorder as audit
 from gpupaas.core import validation
 from gpupaas.core.actor import Actor
 from gpupaas.core.errors import Collector, ErrorCode, Forbidden, NotFound, UserErrors
@@ -201,7 +203,11 @@ async def create_template(actor: Actor, project: str | None, data: TemplateIn) -
     )
     template.set_spec(spec)
     try:
-        await template.save()
+        async with in_transaction():
+            await template.save()
+            await audit.record(
+                "InstanceTemplate", template.id, name, project=owner, after=audit.fields_of(template)
+            )
     except IntegrityError:  # created by a concurrent request
         raise _taken(name, owner) from None
     return template
@@ -209,6 +215,7 @@ async def create_template(actor: Actor, project: str | None, data: TemplateIn) -
 
 async def update_template(actor: Actor, template_id: str, data: TemplateIn) -> InstanceTemplate:
     template = await _require_template(actor, template_id, ("input", "id"))
+    before = audit.fields_of(template)
     problems = Collector()
     if data.name is not None and data.name != template.name:
         problems.add(("input", "name"), "the name of an instance template cannot change", ErrorCode.IMMUTABLE)
@@ -225,7 +232,16 @@ async def update_template(actor: Actor, template_id: str, data: TemplateIn) -> I
     if data.description is not None:
         template.description = data.description or None
     template.set_spec(spec)
-    await template.save()
+    async with in_transaction():
+        await template.save()
+        await audit.record(
+            "InstanceTemplate",
+            template.id,
+            template.name,
+            project=template.project,
+            before=before,
+            after=audit.fields_of(template),
+        )
     return template
 
 
@@ -239,7 +255,15 @@ async def delete_template(actor: Actor, template_id: str) -> str:
             "next start); edit it instead",
             ErrorCode.INVALID_STATE,
         )
-    await template.delete()
+    async with in_transaction():
+        await template.delete()
+        await audit.record(
+            "InstanceTemplate",
+            template.id,
+            template.name,
+            project=template.project,
+            before=audit.fields_of(template),
+        )
     return template_id
 
 

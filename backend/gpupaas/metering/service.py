@@ -28,9 +28,11 @@ from decimal import Decimal, InvalidOperation
 from enum import Enum
 
 from tortoise.expressions import Q
+from tortoise.transactions import in_transaction
 
 from gpupaas.accounts.models import Project, User
 from gpupaas.accounts.service import project_by_name
+from gpupaas.audit import recorder as audit
 from gpupaas.core.actor import Actor
 from gpupaas.core.errors import Collector, ErrorCode, Forbidden, InvalidArgument, NotFound, UserErrors
 from gpupaas.core.gpus import Vendor
@@ -345,18 +347,30 @@ async def set_price(actor: Actor, vendor: Vendor, model: str, price: Decimal) ->
     actor.require_platform_admin()
     _price_problems(vendor, model, price).raise_if_any()
     price = price.quantize(Decimal("0.0001"))  # as the column keeps it
-    found = await GpuPrice.get_or_none(gpu_vendor=vendor.value, gpu_model=model)
-    if found is None:
-        return await GpuPrice.create(gpu_vendor=vendor.value, gpu_model=model, price_per_gpu_hour=price)
-    found.price_per_gpu_hour = price
-    await found.save(update_fields=["price_per_gpu_hour", "updated_at"])
+    name = f"{vendor.value} {model}".strip()
+    async with in_transaction():
+        found = await GpuPrice.get_or_none(gpu_vendor=vendor.value, gpu_model=model)
+        if found is None:
+            created = await GpuPrice.create(
+                gpu_vendor=vendor.value, gpu_model=model, price_per_gpu_hour=price
+            )
+            await audit.record("GpuPrice", created.id, name, after=audit.fields_of(created))
+            return created
+        before = audit.fields_of(found)
+        found.price_per_gpu_hour = price
+        await found.save(update_fields=["price_per_gpu_hour", "updated_at"])
+        await audit.record("GpuPrice", found.id, name, before=before, after=audit.fields_of(found))
     return found
 
 
 async def delete_price(actor: Actor, price_id: str) -> str:
     actor.require_platform_admin()
     pid = parse_id(price_id)
-    deleted = await GpuPrice.filter(id=pid).delete() if pid is not None else 0
-    if not deleted:
-        raise UserErrors.one(("id",), "No such GPU price.", ErrorCode.NOT_FOUND)
+    async with in_transaction():
+        found = await GpuPrice.get_or_none(id=pid) if pid is not None else None
+        if found is None:
+            raise UserErrors.one(("id",), "No such GPU price.", ErrorCode.NOT_FOUND)
+        await found.delete()
+        name = f"{found.gpu_vendor} {found.gpu_model}".strip()
+        await audit.record("GpuPrice", found.id, name, before=audit.fields_of(found))
     return price_id

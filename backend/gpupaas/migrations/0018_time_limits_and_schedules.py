@@ -14,7 +14,7 @@ from tortoise.indexes import Index
 
 
 class Migration(migrations.Migration):
-    dependencies = [("gpupaas", "0016_usage_meter")]
+    dependencies = [("gpupaas", "0017_audit_log")]
 
     initial = False
 

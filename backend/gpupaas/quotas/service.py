@@ -29,6 +29,7 @@ from tortoise.transactions import in_transaction
 
 from gpupaas.accounts.models import Membership, Project, User
 from gpupaas.accounts.service import project_by_name, require_project
+from gpupaas.audit import recorder as audit
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core.actor import Actor
@@ -550,14 +551,44 @@ async def set_quota(actor: Actor, data: QuotaIn) -> ProjectUsage | None:
             "instances": limits.instances,
         }
         user_id = user.id if user is not None else None
-        updated = await Quota.filter(project_id=project.id, user_id=user_id).update(**values)
-        if not updated:
-            await Quota(project_id=project.id, user_id=user_id, **values).save()
+        existing = await Quota.get_or_none(project_id=project.id, user_id=user_id)
+        before = audit.fields_of(existing) if existing is not None else None
+        if existing is not None:
+            await Quota.filter(id=existing.id).update(**values)
+            quota_id = existing.id
+        else:
+            created = await Quota.create(project_id=project.id, user_id=user_id, **values)
+            quota_id = created.id
+        await audit.record(
+            "Quota",
+            quota_id,
+            _quota_name(project, user),
+            project=project,
+            before=before,
+            after={**(before or {}), **values, "project_id": project.id, "user_id": user_id},
+        )
     return await project_usage(actor, project.name)
 
 
 async def clear_quota(actor: Actor, project_name: str, username: str | None) -> ProjectUsage | None:
     """No quota any more: the project's (platform admins) or a member's (the project's admins)."""
     project, user = await _target(actor, project_name, username)
-    await Quota.filter(project_id=project.id, user_id=user.id if user is not None else None).delete()
+    async with in_transaction():
+        existing = await Quota.get_or_none(
+            project_id=project.id, user_id=user.id if user is not None else None
+        )
+        if existing is not None:
+            await existing.delete()
+        # recorded even when there was none: the call was made
+        await audit.record(
+            "Quota",
+            existing.id if existing is not None else None,
+            _quota_name(project, user),
+            project=project,
+            before=audit.fields_of(existing) if existing is not None else None,
+        )
     return await project_usage(actor, project.name)
+
+
+def _quota_name(project: Project, user: User | None) -> str:
+    return project.name if user is None else f"{project.name}/{user.username}"

@@ -19,7 +19,9 @@ from typing import Any
 from tortoise.exceptions import IntegrityError
 from tortoise.transactions import in_transaction
 
+from gpupaas.accounts.models import Project
 from gpupaas.accounts.service import project_by_name, require_project
+from gpupaas.audit import recorder as audit
 from gpupaas.catalog.models import ComputeProfile
 from gpupaas.compute import owners
 from gpupaas.compute import service as compute
@@ -106,6 +108,8 @@ def _rearmed(subject: ComputeInstance | ServiceInstance, limits: time_limits.Lim
 async def _write(kind: RunKind[Any], subject: Any, columns: dict[str, Any]) -> None:
     """The columns, with the version moved on and a status event (live pages show the new due
     time), conditional on the version read."""
+    before = {name: getattr(subject, name) for name in columns}
+    project = await Project.get(id=subject.project_id)
     async with in_transaction():
         changed = await kind.model.filter(id=subject.id, version=subject.version).update(
             **columns, version=subject.version + 1, updated_at=runs.now()
@@ -120,6 +124,9 @@ async def _write(kind: RunKind[Any], subject: Any, columns: dict[str, Any]) -> N
             setattr(subject, name, value)
         subject.version += 1
         await runs.announce(kind, subject)
+        await audit.record(
+            type(subject).__name__, subject.id, subject.name, project=project, before=before, after=columns
+        )
     outbox.notify()
 
 
@@ -271,7 +278,11 @@ async def create_schedule(actor: Actor, data: ScheduleIn, *, at: datetime | None
     if await Schedule.exists(project_id=owner.id, name=data.name):
         raise taken
     try:
-        await schedule.save()
+        async with in_transaction():
+            await schedule.save()
+            await audit.record(
+                "Schedule", schedule.id, schedule.name, project=owner, after=audit.fields_of(schedule)
+            )
     except IntegrityError:
         raise taken from None
     return schedule
@@ -285,7 +296,11 @@ async def delete_schedule(actor: Actor, schedule_id: str) -> str:
         raise UserErrors.one(("id",), "No such schedule.", ErrorCode.NOT_FOUND)
     if not actor.is_admin_of(schedule.project_id):
         raise Forbidden(f'Only admins of project "{schedule.project.name}" may delete its schedules.')
-    await schedule.delete()
+    async with in_transaction():
+        await schedule.delete()
+        await audit.record(
+            "Schedule", schedule.id, schedule.name, project=schedule.project, before=audit.fields_of(schedule)
+        )
     return schedule_id
 
 

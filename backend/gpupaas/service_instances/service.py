@@ -33,6 +33,7 @@ from tortoise.transactions import in_transaction
 
 from gpupaas.accounts.models import Project
 from gpupaas.accounts.service import project_by_name, require_project
+from gpupaas.audit import recorder as audit
 from gpupaas.clusters.models import Cluster
 from gpupaas.compute import owners
 from gpupaas.compute import service as compute
@@ -70,6 +71,11 @@ MAX_GPUS = 64
 
 
 # ---------------------------------------------------------------- visibility
+
+
+# What the audit log leaves out of a service instance's snapshots: its generated values (the token,
+# encrypted) and what runs write.
+_UNAUDITED = ("generated", "node_ports", "version", "status_message")
 
 
 async def _service_for(
@@ -397,6 +403,13 @@ async def create_service(actor: Actor, data: ServiceIn, *, secret_key: str) -> S
             if data.start:
                 await runs.queue(SERVICES, service, RunAction.START)
             await runs.announce(SERVICES, service)
+            await audit.record(
+                "ServiceInstance",
+                service.id,
+                name,
+                project=owner,
+                after=audit.fields_of(service, omit=_UNAUDITED),
+            )
     except IntegrityError:
         raise _taken(name, instance) from None
     outbox.notify()
@@ -411,9 +424,10 @@ async def request(
 ) -> ServiceInstance:
     """start, stop or restart (delete: `delete_service`). `reason`: why, when the scheduler asks
     ("auto-stop after 4h"): the status message and the run's reason say it."""
-    service = await _require_own(actor, service_id, ("id",), what)
+    found = await _require_own(actor, service_id, ("id",), what)
     async with in_transaction():
-        service = await runs.locked(SERVICES, service.id)
+        service = await runs.locked(SERVICES, found.id)
+        before = service.status
         try:
             status = states.after_request(what, service.status)
         except states.TransitionError as error:
@@ -426,6 +440,14 @@ async def request(
         await runs.write_status(SERVICES, service, status, reason)
         await runs.queue(SERVICES, service, states.action_of(what), reason=reason)
         await runs.announce(SERVICES, service)
+        await audit.record(
+            "ServiceInstance",
+            service.id,
+            service.name,
+            project=found.project,
+            before={"status": before},
+            after={"status": service.status},
+        )
     outbox.notify()
     return service
 
@@ -460,11 +482,18 @@ async def delete_service(actor: Actor, service_id: str) -> str:
     """From any status. Never started: removed at once. Otherwise DELETING: its objects and workspace
     are deleted from the cluster, then it is removed (after the run under way, if any). Deleting a
     service instance that is already being deleted changes nothing."""
-    service = await _require_own(actor, service_id, ("id",), Request.DELETE)
+    found = await _require_own(actor, service_id, ("id",), Request.DELETE)
     async with in_transaction():
-        service = await runs.locked(SERVICES, service.id)
+        service = await runs.locked(SERVICES, found.id)
         if service.status == ServiceStatus.DELETING:
             return service_id
+        await audit.record(
+            "ServiceInstance",
+            service.id,
+            service.name,
+            project=found.project,
+            before=audit.fields_of(service, omit=_UNAUDITED),
+        )
         if not await DeploymentRun.exists(service_id=service.id):
             await runs.remove(SERVICES, service)
         else:
@@ -493,7 +522,16 @@ async def transfer(actor: Actor, service_id: str, username: str) -> ServiceInsta
     user = await owners.new_owner(service.project, username, ("owner",))
     async with in_transaction():
         locked = await runs.locked(SERVICES, service.id)
+        previous = locked.owner_id
         await _give(locked, user.id)
+        await audit.record(
+            "ServiceInstance",
+            locked.id,
+            locked.name,
+            project=service.project,
+            before={"owner_id": previous},
+            after={"owner_id": user.id, "owner": user.username},
+        )
     outbox.notify()
     return locked
 

@@ -19,6 +19,7 @@ from tortoise.transactions import in_transaction
 
 from gpupaas.accounts.models import Project
 from gpupaas.accounts.service import project_by_name
+from gpupaas.audit import recorder as audit
 from gpupaas.core.actor import Actor
 from gpupaas.core.crypto import Sealer
 from gpupaas.core.errors import Collector, ErrorCode, NotFound, UserErrors
@@ -171,13 +172,15 @@ async def create_webhook(
         )
     problems.raise_if_any()
     secret = new_secret()
-    webhook = await Webhook.create(
-        project=owner,
-        url=data.url,
-        events=events,
-        secret_sealed=Sealer(secret_key).seal(secret),
-        enabled=True if data.enabled is None else data.enabled,
-    )
+    async with in_transaction():
+        webhook = await Webhook.create(
+            project=owner,
+            url=data.url,
+            events=events,
+            secret_sealed=Sealer(secret_key).seal(secret),
+            enabled=True if data.enabled is None else data.enabled,
+        )
+        await audit.record("Webhook", webhook.id, webhook.url, project=owner, after=audit.fields_of(webhook))
     return webhook, secret
 
 
@@ -195,13 +198,23 @@ async def update_webhook(
         await _check_url(problems, data.url, allow_private, resolve)
     events = _check_events(problems, data.events) if data.events is not None else None
     problems.raise_if_any()
+    before = audit.fields_of(webhook)
     if data.url is not None:
         webhook.url = data.url
     if events is not None:
         webhook.events = events
     if data.enabled is not None:
         webhook.enabled = data.enabled
-    await webhook.save()
+    async with in_transaction():
+        await webhook.save()
+        await audit.record(
+            "Webhook",
+            webhook.id,
+            webhook.url,
+            project=webhook.project,
+            before=before,
+            after=audit.fields_of(webhook),
+        )
     return webhook
 
 
@@ -210,15 +223,30 @@ async def rotate_secret(actor: Actor, webhook_id: str, *, secret_key: str) -> tu
     still waiting are signed with the new one)."""
     webhook = await _require_webhook(actor, webhook_id, ("id",))
     secret = new_secret()
+    before = {"secret_sealed": webhook.secret_sealed}
     webhook.secret_sealed = Sealer(secret_key).seal(secret)
-    await webhook.save(update_fields=["secret_sealed", "updated_at"])
+    async with in_transaction():
+        await webhook.save(update_fields=["secret_sealed", "updated_at"])
+        await audit.record(
+            "Webhook",
+            webhook.id,
+            webhook.url,
+            project=webhook.project,
+            before=before,
+            after={"secret_sealed": webhook.secret_sealed},
+            secret=["secret_sealed"],
+        )
     return webhook, secret
 
 
 async def delete_webhook(actor: Actor, webhook_id: str) -> str:
     """Its deliveries and their log go with it: those not yet sent are never sent."""
     webhook = await _require_webhook(actor, webhook_id, ("id",))
-    await webhook.delete()
+    async with in_transaction():
+        await webhook.delete()
+        await audit.record(
+            "Webhook", webhook.id, webhook.url, project=webhook.project, before=audit.fields_of(webhook)
+        )
     return webhook_id
 
 
@@ -228,6 +256,13 @@ async def send_test_event(actor: Actor, webhook_id: str) -> WebhookDelivery:
     data = {"message": "a test event sent from the studio or the API (sendWebhookTestEvent)"}
     async with in_transaction():
         delivery = await _queue(webhook, webhook.project, WebhookEvent.TEST, uuid.uuid4(), now(), data)
+        await audit.record(
+            "Webhook",
+            webhook.id,
+            webhook.url,
+            project=webhook.project,
+            after={"testDelivery": str(delivery.id)},
+        )
     outbox.notify()
     return delivery
 

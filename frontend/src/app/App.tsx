@@ -13,6 +13,7 @@ import { routes as serviceRoutes } from "../pages/services/routes";
 import { routes as templateRoutes } from "../pages/templates/routes";
 import { routes as usageRoutes } from "../pages/usage/routes";
 import { routes as webhookRoutes } from "../pages/webhooks/routes";
+import { routes as auditRoutes } from "../pages/audit/routes";
 import { AuthProvider, useAuth } from "./auth";
 import { Layout } from "./Layout";
 import { lastProject } from "./project";
@@ -47,6 +48,7 @@ export const appRoutes: RouteObject[] = [
       ...usageRoutes,
       ...webhookRoutes,
       ...scheduleRoutes,
+      ...auditRoutes,
     ],
   },
   { path: "*", element: <Navigate to="/" replace /> },

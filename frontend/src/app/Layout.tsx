@@ -12,6 +12,7 @@ import {
   IconLayoutGrid,
   IconLogout,
   IconServer,
+  IconHistory,
   IconTemplate,
   IconWebhook,
 } from "@tabler/icons-react";
@@ -113,6 +114,7 @@ export function Layout() {
                 <Item to={`${base}/studio/instance-templates`} label="Instance Templates" icon={<IconTemplate size={16} />} />
                 <Item to={`${base}/studio/webhooks`} label="Webhooks" icon={<IconWebhook size={16} />} />
                 {me.isPlatformAdmin && <Item to={`${base}/studio/clusters`} label="Clusters" icon={<IconServer size={16} />} />}
+                <Item to={`${base}/studio/audit`} label="Audit log" icon={<IconHistory size={16} />} />
               </>
             )}
           </nav>

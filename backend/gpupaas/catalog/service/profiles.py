@@ -28,6 +28,7 @@ from gpupaas.accounts import sharing
 from gpupaas.accounts.models import Project
 from gpupaas.accounts.service import require_project
 from gpupaas.accounts.sharing import SharingMode
+from gpupaas.audit import recorder as audit
 from gpupaas.catalog import readme as readme_mod
 from gpupaas.catalog import reads
 from gpupaas.catalog.models import (
@@ -378,7 +379,11 @@ async def create_profile(actor: Actor, project: str, data: ProfileIn, *, secret_
         )
     problems.raise_if_any()
     try:
-        await profile.save()
+        async with in_transaction():
+            await profile.save()
+            await audit.record(
+                "ComputeProfile", profile.id, name, project=owner, after=audit.fields_of(profile)
+            )
     except IntegrityError:
         raise UserErrors.one(
             ("input", "name"),
@@ -393,6 +398,7 @@ async def update_profile(
 ) -> ComputeProfile:
     """Changes the profile; the values of its sensitive inputs are stored sealed with `secret_key`."""
     profile = await _require_profile_admin(actor, profile_id, ("input", "id"))
+    before = audit.fields_of(profile)
     problems = Collector()
     if data.name is not None and data.name != profile.name:
         problems.add(
@@ -422,13 +428,30 @@ async def update_profile(
         await _check_confinement(problems, profile, version, sealer)
     problems.raise_if_any()
     profile.revision += 1
-    await profile.save()
+    async with in_transaction():
+        await profile.save()
+        await audit.record(
+            "ComputeProfile",
+            profile.id,
+            profile.name,
+            project=profile.project,
+            before=before,
+            after=audit.fields_of(profile),
+        )
     return profile
 
 
 async def delete_profile(actor: Actor, profile_id: str) -> str:
     profile = await _require_profile_admin(actor, profile_id, ("id",))
-    await profile.delete()
+    async with in_transaction():
+        await profile.delete()
+        await audit.record(
+            "ComputeProfile",
+            profile.id,
+            profile.name,
+            project=profile.project,
+            before=audit.fields_of(profile),
+        )
     return profile_id
 
 
@@ -438,11 +461,23 @@ async def set_profile_sharing(
     profile = await _require_profile_admin(actor, profile_id, ("id",))
     chosen = await sharing.targets(actor, profile.project, mode, projects, what="a profile")
     async with in_transaction():
+        shared_before = await ComputeProfileShare.filter(profile_id=profile.id).values_list(
+            "project__name", flat=True
+        )
+        before = {"sharing_mode": profile.sharing_mode, "shared_with": sorted(str(n) for n in shared_before)}
         await ComputeProfileShare.filter(profile_id=profile.id).delete()
         for target in chosen:
             await ComputeProfileShare.create(profile=profile, project=target)
         profile.sharing_mode = mode
         await profile.save(update_fields=["sharing_mode", "updated_at"])
+        await audit.record(
+            "ComputeProfile",
+            profile.id,
+            profile.name,
+            project=profile.project,
+            before=before,
+            after={"sharing_mode": mode, "shared_with": sorted(t.name for t in chosen)},
+        )
     return profile
 
 

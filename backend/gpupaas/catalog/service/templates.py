@@ -22,6 +22,7 @@ from tortoise.transactions import in_transaction
 
 from gpupaas.accounts.models import Project
 from gpupaas.accounts.service import ensure_system_project, require_project
+from gpupaas.audit import recorder as audit
 from gpupaas.catalog.models import (
     ComputeProfile,
     EnvironmentTemplate,
@@ -119,9 +120,13 @@ async def create_template(
         )
     problems.raise_if_any()
     try:
-        template = await EnvironmentTemplate.create(
-            project=owner, name=name, display_name=display, description=description or None
-        )
+        async with in_transaction():
+            template = await EnvironmentTemplate.create(
+                project=owner, name=name, display_name=display, description=description or None
+            )
+            await audit.record(
+                "EnvironmentTemplate", template.id, name, project=owner, after=audit.fields_of(template)
+            )
     except IntegrityError:
         raise UserErrors.one(
             ("input", "name"), f'a template named "{name}" already exists in this project', ErrorCode.TAKEN
@@ -141,11 +146,21 @@ async def update_template(
     if description is not None:
         problems.check(("input", "description"), validation.description(description))
     problems.raise_if_any()
+    before = audit.fields_of(template)
     if display_name is not None:
         template.display_name = display_name.strip()
     if description is not None:
         template.description = description or None
-    await template.save()
+    async with in_transaction():
+        await template.save()
+        await audit.record(
+            "EnvironmentTemplate",
+            template.id,
+            template.name,
+            project=template.project,
+            before=before,
+            after=audit.fields_of(template),
+        )
     return template
 
 
@@ -161,7 +176,12 @@ async def delete_template(actor: Actor, template_id: str) -> str:
     used = await profiles_using()
     if not used:
         try:
-            await template.delete()
+            async with in_transaction():
+                before = audit.fields_of(template)
+                await template.delete()
+                await audit.record(
+                    "EnvironmentTemplate", template.id, template.name, project=template.project, before=before
+                )
             return template_id
         except IntegrityError:  # a profile pinned one of its versions since we looked (the FK restricts)
             used = await profiles_using()
@@ -270,6 +290,13 @@ async def add_version(
                 outputs=[output_to_json(o) for o in outs],
             )
             await template.save(update_fields=["updated_at"])
+            await audit.record(
+                "EnvironmentTemplateVersion",
+                created.id,
+                f"{template.name} {version}",
+                project=template.project,
+                after=audit.fields_of(created),
+            )
     except IntegrityError:
         raise UserErrors.one(
             ("input", "version"), f'version "{version}" already exists', ErrorCode.TAKEN
@@ -294,9 +321,19 @@ async def set_version_state(actor: Actor, version_id: str, state: VersionState) 
         raise UserErrors.one(("id",), "No such environment template version.", ErrorCode.NOT_FOUND)
     version, owner = found
     actor.require_admin_of(owner)
-    if version.state != state:
-        version.state = state
-        await version.save(update_fields=["state"])
+    before = {"state": version.state}
+    async with in_transaction():
+        if version.state != state:
+            version.state = state
+            await version.save(update_fields=["state"])
+        await audit.record(
+            "EnvironmentTemplateVersion",
+            version.id,
+            f"{version.template.name} {version.version}",
+            project=owner,
+            before=before,
+            after={"state": version.state},
+        )
     return version
 
 
