@@ -42,6 +42,8 @@ SECRET_KEYS = {
     "GPUPAAS_SECRET_KEY": "secret-key",
     "GPUPAAS_KAFKA_BOOTSTRAP_SERVERS": "kafka-bootstrap-servers",
 }
+# The first step of an upgrade (README): the migration Job and the settings it reads.
+UPGRADE_SELECTOR = "app.kubernetes.io/component in (settings,migrate)"
 
 Obj = dict[str, Any]
 
@@ -474,3 +476,48 @@ def test_the_evaluate_overlay_applies_to_an_api_server(fake_kube: FakeKube, tmp_
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "gpupaas-worker", "namespace": NAMESPACE}
     ]
+
+
+def test_an_upgrade_migrates_first_with_the_job_and_its_settings_alone(
+    fake_kube: FakeKube,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """README, "Install on Kubernetes", upgrading: the first apply selects the migration Job and
+    the settings it reads, and nothing that would roll the Deployments."""
+    production = str(KUSTOMIZE / "overlays" / "production")
+    # An installation of an earlier version: its namespace is there.
+    fake_kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+    with _kubeconfig_env(fake_kube, tmp_path) as env:
+        applied = subprocess.run(
+            [_kubectl(), "apply", "--server-side", "-k", production, "-l", UPGRADE_SELECTOR],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+    assert applied.returncode == 0, applied.stderr
+    rendered = _render("production")
+    job = _one(rendered, "Job", "gpupaas-migrate")
+    (configmap,) = [o for o in rendered if o["kind"] == "ConfigMap"]
+    assert sorted(applied.stdout.split()) == sorted(
+        [
+            f"configmap/{configmap['metadata']['name']}",
+            "serverside-applied",
+            "job.batch/gpupaas-migrate",
+            "serverside-applied",
+        ]
+    )
+    stored = fake_kube.get("batch/v1", "Job", "gpupaas-migrate", NAMESPACE)
+    assert stored is not None
+    (container,) = stored["spec"]["template"]["spec"]["containers"]
+    assert container["args"] == ["migrate"]
+    assert container["envFrom"] == job["spec"]["template"]["spec"]["containers"][0]["envFrom"]
+    assert fake_kube.get("v1", "ConfigMap", configmap["metadata"]["name"], NAMESPACE) is not None
+    assert fake_kube.list("apps/v1", "Deployment", NAMESPACE) == []
+
+
+def test_the_readme_upgrades_with_the_selector_the_test_uses() -> None:
+    section = (ROOT / "README.md").read_text().split("## Install on Kubernetes", 1)[1].split("\n## ", 1)[0]
+    assert f"-l '{UPGRADE_SELECTOR}'" in section
+    assert "kubectl -n gpupaas-system wait --for=condition=complete job/gpupaas-migrate" in section
