@@ -521,3 +521,18 @@ def test_the_readme_upgrades_with_the_selector_the_test_uses() -> None:
     section = (ROOT / "README.md").read_text().split("## Install on Kubernetes", 1)[1].split("\n## ", 1)[0]
     assert f"-l '{UPGRADE_SELECTOR}'" in section
     assert "kubectl -n gpupaas-system wait --for=condition=complete job/gpupaas-migrate" in section
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_pods_run_as_the_images_user(rendered: dict[str, list[Obj]], overlay: str) -> None:
+    final = _containerfile_stages()[-1]
+    user, group = next(rest for instruction, rest in final if instruction == "USER").split(":")
+    home = next(rest for instruction, rest in final if instruction == "WORKDIR")
+    for where, template in _pod_specs(rendered[overlay]).items():
+        security = template["spec"]["securityContext"]
+        assert (str(security["runAsUser"]), str(security["runAsGroup"])) == (user, group), where
+    if overlay == "evaluate":
+        # The claim is mounted on the image's working directory, where the user may write.
+        serve = _one(rendered[overlay], "Deployment", "gpupaas-serve")["spec"]["template"]["spec"]
+        (container,) = serve["containers"]
+        assert {"name": "data", "mountPath": home} in container["volumeMounts"]
