@@ -15,12 +15,15 @@ import os
 import re
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import kubernetes_validate
 import pytest
 import yaml
@@ -476,6 +479,58 @@ def test_the_evaluate_overlay_applies_to_an_api_server(fake_kube: FakeKube, tmp_
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "gpupaas-worker", "namespace": NAMESPACE}
     ]
+    # The cluster runs it: the pod is scheduled with its requests and turns Ready, its claim binds
+    # (the default StorageClass provisions it).
+    (pod,) = fake_kube.wait_for(lambda: fake_kube.ready_pods(NAMESPACE, "app.kubernetes.io/component=serve"))
+    assert {"name": "data", "persistentVolumeClaim": {"claimName": "gpupaas-data"}} in pod["spec"]["volumes"]
+
+    def claim_phase() -> str | None:
+        claim = fake_kube.get("v1", "PersistentVolumeClaim", "gpupaas-data", NAMESPACE)
+        assert claim is not None
+        phase: str | None = claim.get("status", {}).get("phase")
+        return phase
+
+    assert fake_kube.wait_for(lambda: claim_phase() == "Bound")
+
+
+def test_the_production_overlay_applies_with_the_operators_secret(
+    fake_kube: FakeKube,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    fake_kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+    fake_kube.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "gpupaas", "namespace": NAMESPACE},
+            "stringData": {
+                "database-url": "postgres://gpupaas:pw@db.internal:5432/gpupaas",
+                "secret-key": "k" * 64,
+                "kafka-bootstrap-servers": "kafka-0.kafka:9092",
+            },
+        }
+    )
+    with _kubeconfig_env(fake_kube, tmp_path) as env:
+        applied = subprocess.run(
+            [_kubectl(), "apply", "--server-side", "-k", str(KUSTOMIZE / "overlays" / "production")],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+    assert applied.returncode == 0, applied.stderr
+    assert "job.batch/gpupaas-migrate serverside-applied" in applied.stdout.splitlines()
+
+    def ready(component: str) -> list[Obj]:
+        return fake_kube.ready_pods(NAMESPACE, f"app.kubernetes.io/component={component}")
+
+    fake_kube.wait_for(lambda: len(ready("serve")) == 3 and len(ready("worker")) == 2)
+    # The Job started its pod; the operator's Secret is left as the operator wrote it.
+    fake_kube.wait_for(lambda: fake_kube.pods(NAMESPACE, "app.kubernetes.io/component=migrate"))
+    secret = fake_kube.get("v1", "Secret", "gpupaas", NAMESPACE)
+    assert secret is not None
+    assert [f["manager"] for f in secret["metadata"]["managedFields"]] == ["test"]
 
 
 def test_an_upgrade_migrates_first_with_the_job_and_its_settings_alone(
@@ -536,3 +591,59 @@ def test_the_pods_run_as_the_images_user(rendered: dict[str, list[Obj]], overlay
         serve = _one(rendered[overlay], "Deployment", "gpupaas-serve")["spec"]["template"]["spec"]
         (container,) = serve["containers"]
         assert {"name": "data", "mountPath": home} in container["volumeMounts"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def test_the_evaluate_pods_command_and_settings_start_gpupaas_and_answer_its_probes(
+    rendered: dict[str, list[Obj]], tmp_path: Path
+) -> None:
+    """The serve container of the evaluate overlay, run as a process: its args and its settings
+    (the SQLite file moved to tmp_path, the port to a free one on loopback)."""
+    objects = rendered["evaluate"]
+    (container,) = _one(objects, "Deployment", "gpupaas-serve")["spec"]["template"]["spec"]["containers"]
+    env = _env(objects, container)
+    assert all(isinstance(value, str) for value in env.values())
+    database = Path(env["GPUPAAS_DATABASE_URL"].removeprefix("sqlite://"))
+    env["GPUPAAS_DATABASE_URL"] = f"sqlite://{tmp_path / database.name}"
+    port = _free_port()
+    args = list(container["args"])
+    args[args.index("--host") + 1] = "127.0.0.1"
+    args[args.index("--port") + 1] = str(port)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gpupaas.cli", *args, "--log-level", "warning"],
+        env={**env, "HOME": str(tmp_path), "PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        probes = {
+            probe: f"http://127.0.0.1:{port}{container[probe]['httpGet']['path']}"
+            for probe in ("startupProbe", "livenessProbe", "readinessProbe")
+        }
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                answer = httpx.get(probes["startupProbe"], timeout=1)
+                break
+            except httpx.TransportError:
+                assert server.poll() is None, server.communicate()[0]
+                assert time.monotonic() < deadline, "gpupaas serve did not answer within 60 s"
+                time.sleep(0.2)
+        assert answer.status_code == 200
+        assert {probe: httpx.get(url, timeout=5).status_code for probe, url in probes.items()} == {
+            "startupProbe": 200,
+            "livenessProbe": 200,
+            "readinessProbe": 200,
+        }
+        # The secret key was written beside the database: on the claim, in the cluster.
+        assert (tmp_path / (database.name + ".secret")).stat().st_mode & 0o077 == 0
+    finally:
+        server.terminate()
+        server.communicate(timeout=30)
