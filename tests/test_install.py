@@ -10,6 +10,7 @@ overlay is applied to the fake API server.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import re
@@ -19,20 +20,24 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 import kubernetes_validate
 import pytest
 import yaml
 
+from gpupaas import db as gdb
 from gpupaas.cli import build_parser
 from gpupaas.settings import Settings
+from tests import conftest
 from tests.fake_kube import FakeKube
 from tests.fake_kube.fixtures import fake_kube  # noqa: F401
-from tests.required import KUBECTL, missing
+from tests.required import KUBECTL, POSTGRES, missing
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTAINERFILE = ROOT / "infra" / "container" / "Containerfile"
@@ -647,3 +652,61 @@ def test_the_evaluate_pods_command_and_settings_start_gpupaas_and_answer_its_pro
     finally:
         server.terminate()
         server.communicate(timeout=30)
+
+
+# --- every pod migrates at start ------------------------------------------------------------
+
+
+def test_the_migration_lock_connects_with_what_asyncpg_understands_of_the_url() -> None:
+    assert (
+        gdb._asyncpg_dsn("postgres://u:p%40w@db:5432/gpupaas?minsize=1&maxsize=20&sslmode=require")
+        == "postgresql://u:p%40w@db:5432/gpupaas?sslmode=require"
+    )
+    assert gdb._asyncpg_dsn("asyncpg://u@db/gpupaas") == "postgresql://u@db/gpupaas"
+
+
+def test_pods_that_start_together_migrate_a_new_postgresql_database_one_at_a_time(tmp_path: Path) -> None:
+    """An install starts the Job, the serve and the worker pods at once, and each migrates: on a
+    new database they take turns (without the lock, three of four failed with "relation ...
+    already exists")."""
+    admin = conftest._postgres_admin_url()
+    if admin is None:
+        missing(POSTGRES, "no server answers at 127.0.0.1:5432 (start one, or set GPUPAAS_TEST_POSTGRES_URL)")
+    assert admin is not None
+    name = f"gpupaas_install_{uuid.uuid4().hex[:10]}"
+    url = conftest._with_database(admin, name)
+    asyncio.run(conftest._admin_execute(admin, f'CREATE DATABASE "{name}"'))
+    try:
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(tmp_path),
+            "GPUPAAS_DATABASE_URL": url,
+            "GPUPAAS_SECRET_KEY": "k" * 64,
+        }
+        processes = [
+            subprocess.Popen(
+                [sys.executable, "-m", "gpupaas.cli", "migrate"],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            for _ in range(4)
+        ]
+        outputs = [p.communicate(timeout=120)[0] for p in processes]
+        assert [p.returncode for p in processes] == [0, 0, 0, 0], outputs
+        assert outputs == ["database is up to date\n"] * 4
+
+        async def applied() -> list[str]:
+            conn = await asyncpg.connect(url.replace("postgres://", "postgresql://", 1))
+            try:
+                rows = await conn.fetch("SELECT name FROM tortoise_migrations ORDER BY name")
+                return [row["name"] for row in rows]
+            finally:
+                await conn.close()
+
+        names = asyncio.run(applied())
+        shipped = sorted(p.stem for p in (ROOT / "backend/gpupaas/migrations").glob("0*.py"))
+        assert names == shipped
+    finally:
+        asyncio.run(conftest._admin_execute(admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
