@@ -40,11 +40,13 @@ run: install frontend
 
 # ruff, then the architecture's contracts (pyproject.toml [tool.importlinter]: the layers, no two
 # packages importing each other, which module may import kubernetes and aiokafka, who reads the
-# environment); a broken contract names the rule and the import that breaks it.
+# environment); a broken contract names the rule and the import that breaks it; then hadolint
+# checks the container image's file (infra/container/Containerfile).
 lint: install
 	$(BIN)/ruff check backend tests
 	$(BIN)/ruff format --check backend tests
 	$(BIN)/lint-imports
+	$(BIN)/hadolint infra/container/Containerfile
 
 typecheck: install
 	$(BIN)/mypy

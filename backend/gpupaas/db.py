@@ -6,8 +6,11 @@ migrations are in `gpupaas/migrations/` and run unchanged on SQLite and PostgreS
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from contextvars import ContextVar
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from tortoise import Tortoise
 from tortoise.migrations.api import migrate
@@ -71,12 +74,44 @@ def migration_secret_key() -> str | None:
     return _secret_key.get()
 
 
+# Every process migrates at start (`gpupaas serve`, `gpupaas worker`, `gpupaas migrate`), and on
+# Kubernetes several pods start at once (README, "Install on Kubernetes"). Applied side by side, two
+# processes apply the same migration twice and fail half-way ("relation ... already exists"). On
+# PostgreSQL they take turns: each holds this session advisory lock while it migrates.
+MIGRATION_LOCK = 0x6770757061617321  # "gpupaas!"
+# What asyncpg understands of a Tortoise URL's query (Tortoise's pool options are not for it).
+_LIBPQ_PARAMETERS = ("ssl", "sslmode", "sslrootcert", "sslcert", "sslkey", "sslpassword", "sslcrl")
+
+
+def _asyncpg_dsn(database_url: str) -> str:
+    parts = urlsplit(database_url)
+    query = [(k, v) for k, v in parse_qsl(parts.query) if k in _LIBPQ_PARAMETERS]
+    return urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(query), ""))
+
+
+@contextlib.asynccontextmanager
+async def _migration_turn(database_url: str) -> AsyncIterator[None]:
+    if database_url.startswith("sqlite://"):
+        yield
+        return
+    import asyncpg
+
+    connection = await asyncpg.connect(_asyncpg_dsn(database_url))
+    try:
+        await connection.execute("SELECT pg_advisory_lock($1)", MIGRATION_LOCK)
+        yield
+    finally:
+        await connection.close()  # the session ends, and its lock with it
+
+
 async def migrate_database(database_url: str, secret_key: str | None = None) -> None:
-    """Apply every migration that the database has not seen yet (idempotent). `secret_key` is the
-    app's GPUPAAS_SECRET_KEY: a migration that finds plain text to encrypt fails without it."""
+    """Apply every migration that the database has not seen yet (idempotent; one process at a time
+    on PostgreSQL). `secret_key` is the app's GPUPAAS_SECRET_KEY: a migration that finds plain text
+    to encrypt fails without it."""
     token = _secret_key.set(secret_key)
     try:
-        await migrate(config=tortoise_config(database_url))
+        async with _migration_turn(database_url):
+            await migrate(config=tortoise_config(database_url))
     finally:
         _secret_key.reset(token)
     await Tortoise.close_connections()

@@ -35,6 +35,7 @@ _GROUP_PACKAGES = {
     "batch": "batch",
     "rbac.authorization.k8s.io": "rbac",
     "networking.k8s.io": "networking",
+    "policy": "policy",
     "storage.k8s.io": "storage",
     "authorization.k8s.io": "authorization",
 }

@@ -221,6 +221,18 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         short_names=("netpol",),
         generation=True,
     ),
+    # Stored only (no eviction API): the installation's manifests (infra/kubernetes) carry them.
+    ResourceType(
+        "policy",
+        "v1",
+        "PodDisruptionBudget",
+        "poddisruptionbudgets",
+        "poddisruptionbudget",
+        True,
+        short_names=("pdb",),
+        has_status=True,
+        generation=True,
+    ),
 )
 
 BY_ID: dict[str, ResourceType] = {rt.id: rt for rt in RESOURCE_TYPES}
