@@ -39,6 +39,7 @@ from gpupaas.webhooks.models import (
     WebhookDelivery,
     WebhookEvent,
 )
+from gpupaas.webhooks.service import queued_here
 
 log = logging.getLogger("gpupaas.webhooks")
 
@@ -143,19 +144,27 @@ class Dispatcher:
         return self._http
 
     async def _run(self) -> None:
+        look = True
         while True:
             self._wake.clear()
             try:
-                sent = await self.dispatch_due()
-                if sent >= self.batch:
-                    continue  # more are due
-                await self._sweep()
+                if look:
+                    seen = queued_here()
+                    sent = await self.dispatch_due()
+                    if sent >= self.batch:
+                        continue  # more are due
+                    await self._sweep()
             except Exception:
                 log.exception("webhook dispatcher failed; retrying")
                 await asyncio.sleep(1.0)
                 continue
-            with contextlib.suppress(TimeoutError):
+            try:
                 await asyncio.wait_for(self._wake.wait(), timeout=self.poll_seconds)
+                # woken by a commit: only one that queued deliveries here gives something to send
+                # (most commits are status changes of projects without webhooks)
+                look = queued_here() != seen
+            except TimeoutError:
+                look = True
 
     async def _sweep(self) -> None:
         """Finished deliveries (and their attempts) older than keep_days go, once an hour."""

@@ -284,6 +284,16 @@ def _body(event_id: uuid.UUID, event: WebhookEvent, at: datetime, project: Proje
     )
 
 
+# How many deliveries this process has queued: a dispatcher woken by `outbox.notify()` (after any
+# commit) looks for due deliveries only when it grew; those other processes queue, or that are due
+# again after a backoff, it finds when it polls.
+_queued = 0
+
+
+def queued_here() -> int:
+    return _queued
+
+
 async def _queue(
     webhook: Webhook, project: Project, event: WebhookEvent, event_id: uuid.UUID, at: datetime, data: Any
 ) -> WebhookDelivery:
@@ -294,6 +304,8 @@ async def _queue(
         body=_body(event_id, event, at, project, data),
         next_attempt_at=at,
     )
+    global _queued
+    _queued += 1
     return delivery
 
 
