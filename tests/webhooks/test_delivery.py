@@ -20,6 +20,7 @@ from gpupaas.settings import Settings
 from gpupaas.webhooks import service, signing
 from gpupaas.webhooks.dispatch import DeliveryPolicy
 from gpupaas.webhooks.models import DeliveryStatus, Webhook, WebhookAttempt, WebhookDelivery, WebhookEvent
+from tests.conftest import QueryCounter
 from tests.factories import platform_actor
 from tests.webhooks.conftest import Answer, Clock, DispatcherFactory, Receiver
 
@@ -334,6 +335,32 @@ async def test_a_running_dispatcher_sends_at_once_when_woken(
         while (await WebhookDelivery.get(webhook_id=webhook.id)).status != DeliveryStatus.DELIVERED:
             assert time.monotonic() < deadline
             await asyncio.sleep(0.01)
+    finally:
+        await runtime.stop()
+
+
+async def test_commits_that_queue_no_delivery_do_not_make_the_dispatcher_look(
+    db: object, settings: Settings, receiver: Receiver, count_queries: QueryCounter
+) -> None:
+    """Every commit wakes the process's relays (outbox.notify()); most are status changes of
+    projects without webhooks, and the dispatcher does not query for those (it polls for what
+    other processes queue)."""
+    runtime = Runtime(replace(settings, webhook_allow_private_networks=True), run_worker=False)
+    await runtime.start()
+    try:
+        runtime.webhooks.poll_seconds = 3600
+        webhook, _ = await hook_to(f"{receiver.url}/hook")
+        for _ in range(5):
+            await asyncio.sleep(0.05)  # let the dispatcher's first look and its wait happen
+        count_queries.statements.clear()
+        for _ in range(5):
+            outbox.notify()
+            await asyncio.sleep(0.02)
+        assert not [s for s in count_queries.statements if "webhook_deliveries" in s]
+        # a delivery queued here still wakes it at once
+        await publish(webhook)
+        outbox.notify()
+        await asyncio.wait_for(receiver.arrived.wait(), timeout=10)
     finally:
         await runtime.stop()
 
