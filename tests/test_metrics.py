@@ -4,10 +4,15 @@ worker do their work (GraphQL operations and errors, runs, the outbox, instances
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
+import subprocess
+import sys
+import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import httpx
 import pytest
@@ -27,6 +32,7 @@ from gpupaas.settings import Settings, SettingsError
 from tests import ws
 from tests.conftest import QueryCounter, serving
 from tests.factories import make_instance, make_profile, make_project, make_user
+from tests.kafka_broker import TansuBroker
 from tests.workers.conftest import eventually, fast, wait_status
 
 TOKEN = "metrics-token-0123456789abcdef"
@@ -335,3 +341,39 @@ async def test_the_worker_serves_metrics_on_its_own_port(metered: Settings) -> N
         stop.set()
         await server
     assert server.done()
+
+
+def test_the_gpupaas_worker_process_serves_metrics_and_stops_on_sigterm(
+    tmp_path: Path, kafka_broker: TansuBroker
+) -> None:
+    port = _free_port()
+    env = {
+        **os.environ,
+        "GPUPAAS_DATABASE_URL": f"sqlite://{tmp_path}/worker.db",
+        "GPUPAAS_KAFKA_BOOTSTRAP_SERVERS": kafka_broker.bootstrap,
+        "GPUPAAS_KAFKA_IDEMPOTENCE": "false",
+        "GPUPAAS_KAFKA_PARTITIONS": "2",
+        "GPUPAAS_KAFKA_NAMESPACE": f"metrics{os.getpid()}{port}",
+        "GPUPAAS_METRICS_TOKEN": TOKEN,
+        "GPUPAAS_METRICS_PORT": str(port),
+        "GPUPAAS_METRICS_HOST": "127.0.0.1",
+    }
+    process = subprocess.Popen([sys.executable, "-m", "gpupaas.cli", "worker"], env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert process.poll() is None, "the worker exited"
+            try:
+                answer = httpx.get(f"http://127.0.0.1:{port}/metrics", headers=AUTH, timeout=5)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "the worker's /metrics never answered"
+                time.sleep(0.1)
+        assert answer.status_code == 200
+        samples = parse(answer.text)
+        assert ("gpupaas_outbox_backlog", ()) in samples
+        assert httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).status_code == 401
+    finally:
+        process.terminate()
+        code = process.wait(timeout=30)
+    assert code == 0

@@ -239,8 +239,8 @@ class Settings:
     audit_retention_days: int = 365
     trusted_proxies: tuple[str, ...] = field(default_factory=tuple)
     # /metrics (README, "Observe"): served only to `Authorization: Bearer <token>` (empty: /metrics
-    # answers 404); `gpupaas worker` serves it on this port (0: not at all), `gpupaas serve` on
-    # its own port.
+    # answers 404); `gpupaas serve` serves it beside /graphql, `gpupaas worker` on this port (0:
+    # not at all) and host.
     metrics_token: str = ""
     metrics_port: int = 0
     # All interfaces by default: Prometheus scrapes from another pod (the token protects it).

@@ -3,7 +3,7 @@
 Served by `gpupaas serve` beside /graphql and by `gpupaas worker` on GPUPAAS_METRICS_PORT, only
 to `Authorization: Bearer <GPUPAAS_METRICS_TOKEN>`: without the setting the endpoint does not
 exist (404), a missing or wrong token gets 401. What lives in the database (the outbox's backlog
-and its oldest row's age, instances by status) is read at scrape time, three small queries per
+and its oldest row's age, instances by status) is read at scrape time, four small statements per
 scrape and none per request.
 """
 
