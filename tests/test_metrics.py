@@ -20,6 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from gpupaas.api.metrics import metrics_app, serve_metrics
 from gpupaas.app import create_app
+from gpupaas.clusters.models import Cluster
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core.actor import Role
 from gpupaas.core.metrics import MAX_OPERATION_NAMES, Metrics
@@ -213,7 +214,8 @@ async def test_instances_by_status_in_a_fixed_number_of_queries(
     await make_instance(project, profile, name="d")
     count_queries.statements.clear()
     samples = await scrape(http)
-    assert len(count_queries.statements) == statements == 4  # backlog, oldest row, one GROUP BY per kind
+    # backlog, oldest row, one GROUP BY per kind, held GPUs, clusters
+    assert len(count_queries.statements) == statements == 6
     assert value(samples, "gpupaas_instances", kind="compute", status="FAILED") == 1
     assert value(samples, "gpupaas_instances", kind="compute", status="SUCCESS") == 2
     assert value(samples, "gpupaas_instances", kind="compute", status="NOT_DEPLOYED") == 1
@@ -250,6 +252,8 @@ async def runtime(metered: Settings) -> AsyncIterator[Runtime]:
 
 async def test_runs_by_action_and_outcome_with_their_duration(metered: Settings, runtime: Runtime) -> None:
     app = create_app(metered, migrate=False, runtime=runtime)
+    node = {"gpuCount": 4, "gpuResource": "nvidia.com/gpu", "gpuModel": "A100"}
+    await Cluster.filter(name="simulated").update(nodes=[{**node, "name": "n1"}, {**node, "name": "n2"}])
     project = await make_project("ml")
     profile = await make_profile(project)
     instance = await make_instance(project, profile, name="nb", deploy=True)
@@ -275,6 +279,14 @@ async def test_runs_by_action_and_outcome_with_their_duration(metered: Settings,
         )
         assert value(samples, "gpupaas_run_duration_seconds_count", action="DEPLOY", outcome="failed") == 0
         assert value(samples, "gpupaas_instances", kind="compute", status="SUCCESS") == 1
+        gpu = {"cluster": "simulated", "vendor": "NVIDIA", "model": "A100"}
+        assert value(samples, "gpupaas_gpus_capacity", **gpu) == 8
+        assert value(samples, "gpupaas_gpus_allocated", **gpu) == 1
+        assert value(samples, "gpupaas_gpus_free", **gpu) == 7
+        await Cluster.filter(name="simulated").update(nodes=[])
+        samples = await scrape(client)
+        assert value(samples, "gpupaas_gpus_capacity", **gpu) == 0  # the model left the cluster
+        assert value(samples, "gpupaas_gpus_allocated", cluster="simulated", vendor="NVIDIA", model="") == 1
 
 
 async def test_live_websockets_and_subscriptions(metered: Settings, runtime: Runtime) -> None:

@@ -3,8 +3,8 @@
 Served by `gpupaas serve` beside /graphql and by `gpupaas worker` on GPUPAAS_METRICS_PORT, only
 to `Authorization: Bearer <GPUPAAS_METRICS_TOKEN>`: without the setting the endpoint does not
 exist (404), a missing or wrong token gets 401. What lives in the database (the outbox's backlog
-and its oldest row's age, instances by status) is read at scrape time, four small statements per
-scrape and none per request.
+and its oldest row's age, instances by status, GPUs per cluster and model) is read at scrape time,
+six statements per scrape whatever the number of rows, and none per request.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from tortoise.functions import Count
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.core.metrics import Metrics
 from gpupaas.events.models import OutboxMessage
+from gpupaas.quotas import capacity
 from gpupaas.service_instances.models import ServiceInstance
 from gpupaas.settings import Settings
 
@@ -51,6 +52,12 @@ async def read_database(metrics: Metrics, clock: Clock = _utcnow) -> None:
     for kind, model in (("compute", ComputeInstance), ("service", ServiceInstance)):
         rows = await model.annotate(count=Count("id")).group_by("status").values("status", "count")
         metrics.set_instances(kind, {_status(row["status"]): int(row["count"]) for row in rows})
+    metrics.set_gpus(
+        [
+            (cluster.name, entry.vendor, entry.model or "", entry.capacity, entry.allocated, entry.free)
+            for cluster, entry in await capacity.totals()
+        ]
+    )
 
 
 def _status(value: object) -> str:

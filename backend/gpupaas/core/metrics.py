@@ -69,6 +69,25 @@ class Metrics:
             registry=self.registry,
         )
         self._instance_labels: set[tuple[str, str]] = set()
+        gpu_labels = ["cluster", "vendor", "model"]
+        self.gpus_capacity = Gauge(
+            "gpupaas_gpus_capacity",
+            "GPUs the cluster's nodes have (as its last check saw them), per vendor and model.",
+            gpu_labels,
+            registry=self.registry,
+        )
+        self.gpus_allocated = Gauge(
+            "gpupaas_gpus_allocated",
+            "GPUs held by deployed compute instances, per cluster, vendor and model.",
+            gpu_labels,
+            registry=self.registry,
+        )
+        self.gpus_free = Gauge(
+            "gpupaas_gpus_free",
+            "GPUs neither held nor missing, per cluster, vendor and model.",
+            gpu_labels,
+            registry=self.registry,
+        )
 
     def observe_operation(self, name: str | None, kind: str, seconds: float) -> None:
         self.operation_seconds.labels(self._operation_label(name), kind).observe(seconds)
@@ -87,6 +106,16 @@ class Metrics:
         for status, count in counts.items():
             self._instance_labels.add((kind, status))
             self.instances.labels(kind, status).set(count)
+
+    def set_gpus(self, rows: list[tuple[str, str, str, int, int, int]]) -> None:
+        """(cluster, vendor, model, capacity, allocated, free) for every cluster and model, replacing
+        what was there (a removed cluster or model leaves the metrics)."""
+        gauges = (self.gpus_capacity, self.gpus_allocated, self.gpus_free)
+        for gauge in gauges:
+            gauge.clear()
+        for cluster, vendor, model, *values in rows:
+            for gauge, count in zip(gauges, values, strict=True):
+                gauge.labels(cluster, vendor, model).set(count)
 
     def gauge_of(self, name: str, documentation: str, read: Callable[[], float]) -> Gauge:
         """A gauge whose value is read from the process when scraped (open websockets, say)."""
