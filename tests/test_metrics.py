@@ -139,6 +139,21 @@ async def test_operations_are_timed_by_name_and_type(http: httpx.AsyncClient) ->
     assert buckets == 3
 
 
+async def test_http_requests_are_timed_by_method_route_and_status(http: httpx.AsyncClient) -> None:
+    await http.get("/healthz")
+    await http.get("/healthz")
+    await http.get("/no/such/page/123")
+    await http.post("/graphql", content=b"{", headers={"content-type": "application/json"})
+    await post(http, "query Me { me { username } }")
+    samples = await scrape(http)
+    count = "gpupaas_http_request_seconds_count"
+    assert value(samples, count, method="GET", route="/healthz", status="200") == 2
+    assert value(samples, count, method="POST", route="/graphql", status="400") == 1
+    assert value(samples, count, method="POST", route="/graphql", status="200") == 1
+    routes = {dict(labels)["route"] for (name, labels) in samples if name == count}
+    assert routes == {"/healthz", "/graphql", "other"}  # the scrape itself is counted when it ends
+
+
 async def test_operation_names_cannot_grow_the_registry_without_limit() -> None:
     metrics = Metrics()
     for n in range(MAX_OPERATION_NAMES + 20):

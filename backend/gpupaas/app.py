@@ -275,6 +275,7 @@ def create_app(settings: Settings, *, migrate: bool = True, runtime: Runtime | N
     middleware = [
         Middleware(SecurityHeaders, hsts=settings.secure_cookies),
         Middleware(BodySizeLimit),
+        Middleware(metrics_endpoint.TimedRequests, metrics=graphql.metrics),
     ]
     _live_gauges(graphql)
     app = Starlette(routes=routes, lifespan=lifespan, middleware=middleware)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
@@ -19,6 +20,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from tortoise.functions import Count
 
 from gpupaas.compute.models import ComputeInstance
@@ -80,6 +82,44 @@ def endpoint(
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     return scrape
+
+
+# Routes by name; anything else (the studio's files and pages) is "other", so that no path a
+# client invents becomes a label.
+ROUTES = frozenset({"/graphql", "/healthz", "/readyz", "/metrics"})
+METHODS = frozenset({"GET", "POST", "HEAD", "OPTIONS", "PUT", "PATCH", "DELETE"})
+
+
+class TimedRequests:
+    """ASGI middleware: every HTTP request's time into `gpupaas_http_request_seconds`."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500  # what the client sees when the app fails before answering
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            path = scope["path"]
+            method = scope["method"]
+            self.metrics.request_seconds.labels(
+                method if method in METHODS else "other",
+                path if path in ROUTES else "other",
+                str(status),
+            ).observe(time.perf_counter() - started)
 
 
 def metrics_app(metrics: Metrics, settings: Settings, clock: Clock = _utcnow) -> Starlette:

@@ -36,6 +36,13 @@ class Metrics:
             buckets=OPERATION_BUCKETS,
             registry=self.registry,
         )
+        self.request_seconds = Histogram(
+            "gpupaas_http_request_seconds",
+            "Time to answer an HTTP request (websockets aside), by method, route and status code.",
+            ["method", "route", "status"],
+            buckets=OPERATION_BUCKETS,
+            registry=self.registry,
+        )
         self.errors = Counter(
             "gpupaas_graphql_errors",
             "GraphQL errors returned, by their extensions.code (UNAUTHENTICATED, FORBIDDEN, NOT_FOUND, "
