@@ -31,10 +31,12 @@ from tortoise import Tortoise
 
 from gpupaas import bootstrap, db
 from gpupaas.accounts import service as accounts
+from gpupaas.api import metrics as metrics_endpoint
 from gpupaas.api.headers import SecurityHeaders
 from gpupaas.api.schema import build_schema
 from gpupaas.api.sockets import SocketSessions
 from gpupaas.core.actor import ANONYMOUS, Actor
+from gpupaas.core.metrics import Metrics
 from gpupaas.graphql import fanout, response_cache
 from gpupaas.graphql.context import SESSION_COOKIE, Context
 from gpupaas.graphql.response_cache import ResponseCache
@@ -87,6 +89,9 @@ class GraphQLApp(GraphQL[Context, None]):
         )
         self.settings = settings
         self.runtime = runtime
+        # The runtime's when there is one, so that its worker's runs and the API's operations are
+        # exported together (api/metrics.py).
+        self.metrics = runtime.metrics if runtime else Metrics()
         self.cache = ResponseCache() if settings.response_cache else None
         self.sockets = SocketSessions(
             _actor_of, accounts.credential_expiry, recheck_seconds=settings.ws_recheck_seconds
@@ -143,6 +148,7 @@ class GraphQLApp(GraphQL[Context, None]):
             drivers=self.drivers,
             session_secret=session,
             broadcaster=self.runtime.broadcaster if self.runtime else None,
+            metrics=self.metrics,
         )
 
     async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
@@ -242,7 +248,7 @@ def create_app(settings: Settings, *, migrate: bool = True, runtime: Runtime | N
         await bootstrap.seed()
         owned = graphql.runtime is None
         if owned:
-            graphql.runtime = Runtime(settings, drivers=graphql.drivers)
+            graphql.runtime = Runtime(settings, drivers=graphql.drivers, metrics=graphql.metrics)
             await graphql.runtime.start()
         if settings.gc_tuning:
             tune_gc()
@@ -258,6 +264,7 @@ def create_app(settings: Settings, *, migrate: bool = True, runtime: Runtime | N
     routes: list[Any] = [
         Route("/healthz", healthz),
         Route("/readyz", readyz),
+        Route("/metrics", metrics_endpoint.endpoint(graphql.metrics, settings)),
         Route("/graphql", graphql, methods=["GET", "POST"]),
         WebSocketRoute("/graphql", graphql),
     ]
@@ -268,10 +275,32 @@ def create_app(settings: Settings, *, migrate: bool = True, runtime: Runtime | N
     middleware = [
         Middleware(SecurityHeaders, hsts=settings.secure_cookies),
         Middleware(BodySizeLimit),
+        Middleware(metrics_endpoint.TimedRequests, metrics=graphql.metrics),
     ]
+    _live_gauges(graphql)
     app = Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
     app.state.sockets = graphql.sockets  # the open websockets' sessions (tests read their checks)
     return app
+
+
+def _live_gauges(graphql: GraphQLApp) -> None:
+    """What /metrics reads from this process when scraped: its open GraphQL websockets and the
+    status subscriptions they hold."""
+    graphql.metrics.gauge_of(
+        "gpupaas_websocket_connections",
+        "Open GraphQL websocket connections (graphql-transport-ws) to this process.",
+        lambda: len(graphql.sockets),
+    )
+
+    def subscriptions() -> float:
+        broadcaster = graphql.runtime.broadcaster if graphql.runtime else None
+        return broadcaster.subscriptions() if broadcaster is not None else 0
+
+    graphql.metrics.gauge_of(
+        "gpupaas_status_subscriptions",
+        "Live status subscriptions (instance and project) this process delivers events to.",
+        subscriptions,
+    )
 
 
 GC_THRESHOLDS = (50_000, 20, 100)

@@ -100,8 +100,15 @@ def cmd_worker(args: argparse.Namespace) -> None:
             loop.add_signal_handler(sig, stop.set)
         await runtime.start()
         print(f"worker {runtime.worker.name if runtime.worker else ''} consuming commands", flush=True)
+        exporter = None
+        if settings.metrics_port:
+            from gpupaas.api.metrics import serve_metrics
+
+            exporter = asyncio.create_task(serve_metrics(runtime.metrics, settings, stop))
         try:
             await stop.wait()
+            if exporter is not None:
+                await exporter
         finally:
             await runtime.stop()
             await db.close()

@@ -12,6 +12,7 @@ import functools
 from datetime import timedelta
 
 from gpupaas.audit.service import AuditPurger
+from gpupaas.core.metrics import Metrics
 from gpupaas.events.broadcast import StatusBroadcaster
 from gpupaas.events.bus import Bus
 from gpupaas.events.relay import TOPICS, Relay
@@ -80,9 +81,12 @@ class Runtime:
         bus: Bus | None = None,
         driver: Driver | None = None,
         drivers: DriverRegistry | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
-        """`driver`: the simulated driver to use (tests pass one with their own timing)."""
+        """`driver`: the simulated driver to use (tests pass one with their own timing); `metrics`:
+        the registry /metrics exports (the app's, when the app starts the runtime)."""
         self.settings = settings
+        self.metrics = metrics or Metrics()
         self.bus = bus or make_bus(settings)
         self.drivers = drivers or DriverRegistry(settings, simulated=driver)
         self.relay = Relay(self.bus)
@@ -90,7 +94,11 @@ class Runtime:
         self.webhooks = Dispatcher(settings.secret_key, delivery_policy(settings))
         self.broadcaster = StatusBroadcaster(self.bus) if serve_api else None
         worker_wanted = settings.run_worker if run_worker is None else run_worker
-        self.worker = Worker(self.bus, self.drivers, worker_settings(settings)) if worker_wanted else None
+        self.worker = (
+            Worker(self.bus, self.drivers, worker_settings(settings), metrics=self.metrics)
+            if worker_wanted
+            else None
+        )
         # Workers watch their clusters for drift (pods that die after a successful deploy).
         self.drift = DriftWatcher(self.drivers) if self.worker is not None else None
         # Auto-stops and schedules (workers/scheduler.py), where a worker runs.

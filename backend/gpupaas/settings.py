@@ -127,6 +127,23 @@ def _origins(env: Mapping[str, str]) -> tuple[str, ...]:
     return origins
 
 
+def _metrics_token(env: Mapping[str, str]) -> str:
+    raw = env.get("GPUPAAS_METRICS_TOKEN", "").strip()
+    if raw and (len(raw) < 16 or not raw.isprintable() or " " in raw):
+        raise SettingsError(
+            "GPUPAAS_METRICS_TOKEN: must be at least 16 printable characters without spaces "
+            "(e.g. `openssl rand -hex 32`), or empty to turn /metrics off"
+        )
+    return raw
+
+
+def _metrics_port(env: Mapping[str, str]) -> int:
+    port = _int(env, "GPUPAAS_METRICS_PORT", 0)
+    if port > 65535:
+        raise SettingsError(f"GPUPAAS_METRICS_PORT={port}: expected a TCP port (1-65535), or 0 for none")
+    return port
+
+
 def _proxies(env: Mapping[str, str]) -> tuple[str, ...]:
     raw = env.get("GPUPAAS_TRUSTED_PROXIES", "")
     proxies = tuple(p.strip() for p in raw.split(",") if p.strip())
@@ -221,6 +238,13 @@ class Settings:
     # (or networks) of reverse proxies whose X-Forwarded-For names the client (audit/addresses.py).
     audit_retention_days: int = 365
     trusted_proxies: tuple[str, ...] = field(default_factory=tuple)
+    # /metrics (README, "Observe"): served only to `Authorization: Bearer <token>` (empty: /metrics
+    # answers 404); `gpupaas serve` serves it beside /graphql, `gpupaas worker` on this port (0:
+    # not at all) and host.
+    metrics_token: str = ""
+    metrics_port: int = 0
+    # All interfaces by default: Prometheus scrapes from another pod (the token protects it).
+    metrics_host: str = "0.0.0.0"  # noqa: S104
 
     @property
     def is_sqlite(self) -> bool:
@@ -294,4 +318,7 @@ class Settings:
             scheduler_interval_seconds=_float(env, "GPUPAAS_SCHEDULER_INTERVAL_SECONDS", 30.0, minimum=0.01),
             audit_retention_days=_int(env, "GPUPAAS_AUDIT_RETENTION_DAYS", 365),
             trusted_proxies=_proxies(env),
+            metrics_token=_metrics_token(env),
+            metrics_port=_metrics_port(env),
+            metrics_host=env.get("GPUPAAS_METRICS_HOST", "").strip() or "0.0.0.0",  # noqa: S104
         )

@@ -89,6 +89,10 @@ class StatusBroadcaster:
         # ({"type": "credentials", "userId": ...}, accounts.credentials_changed).
         self.credential_listeners: set[Callable[[str], None]] = set()
 
+    def subscriptions(self) -> int:
+        """Live status subscriptions (each websocket `subscription` of an instance or a project)."""
+        return sum(map(len, self._by_instance.values())) + sum(map(len, self._by_project.values()))
+
     async def start(self) -> None:
         self._consumer = self.bus.consumer([STATUS_TOPIC], group=None)
         await self._consumer.start()

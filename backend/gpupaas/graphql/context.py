@@ -11,6 +11,7 @@ from starlette.websockets import WebSocket
 from strawberry.types import Info as _Info
 
 from gpupaas.core.actor import Actor
+from gpupaas.core.metrics import Metrics
 from gpupaas.events.broadcast import StatusBroadcaster
 from gpupaas.graphql.loaders import Loaders
 from gpupaas.provisioning.registry import DriverRegistry
@@ -32,6 +33,8 @@ class Context:
     broadcaster: StatusBroadcaster | None = None
     # The graphql-transport-ws connection_init payload (strawberry sets it).
     connection_params: dict[str, Any] | None = None
+    # The app's metrics (core/metrics.py), which graphql/extensions.py Measured records into.
+    metrics: Metrics | None = None
 
 
 Info = _Info[Context, None]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Iterator
 from types import TracebackType
 from typing import Any
@@ -69,6 +70,32 @@ def _classify(error: GraphQLError) -> GraphQLError:
         path=error.path,
         extensions={"code": "INTERNAL"},
     )
+
+
+class Measured(SchemaExtension):
+    """Each query's and mutation's time, by operation name and type, and its errors by code, in the
+    app's metrics (core/metrics.py; the context carries them). First in the list, so that it
+    leaves last: it sees the codes ErrorPolicy gave. Subscriptions are not timed (they last as
+    long as the client keeps them; /metrics counts them live)."""
+
+    def on_operation(self) -> Iterator[None]:
+        started = time.perf_counter()
+        yield
+        context = self.execution_context
+        metrics = getattr(context.context, "metrics", None)
+        if metrics is None:
+            return
+        try:
+            kind = context.operation_type.value
+            name = context.operation_name
+        except Exception:  # a document that does not parse names no operation
+            kind, name = "unknown", None
+        if kind == "subscription":
+            return
+        metrics.observe_operation(name, kind, time.perf_counter() - started)
+        for error in getattr(context.result, "errors", None) or ():
+            code = (error.extensions or {}).get("code") if isinstance(error, GraphQLError) else None
+            metrics.count_error(str(code or "INTERNAL"))
 
 
 class ErrorPolicy(SchemaExtension):

@@ -178,3 +178,14 @@ async def capacity(
             )
         )
     return result
+
+
+async def totals() -> list[tuple[Cluster, ModelCapacity]]:
+    """Every cluster's GPUs per model, allocated and free, without holders (for /metrics, whose
+    token is the operator's): two statements whatever the number of clusters."""
+    held = [h for h in await holdings() if h.gpus > 0]
+    result: list[tuple[Cluster, ModelCapacity]] = []
+    for cluster in await Cluster.all().order_by("name"):
+        models = _models(cluster, held)
+        result.extend((cluster, models[k]) for k in _ordered(models))
+    return result

@@ -18,6 +18,7 @@ deliveries for it (`webhooks.service.publish`), in the same transaction.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import Any, TypeVar, cast
@@ -240,6 +241,10 @@ async def _republish_waiting(kind: RunKind[S], subject_id: uuid.UUID) -> None:
         await outbox.add_command(key, payload)
 
 
+# Told (action, outcome, seconds) when a run ends: core/metrics.py Metrics.observe_run.
+RunObserver = Callable[[str, str, float], None]
+
+
 async def finish(
     kind: RunKind[S],
     run_id: uuid.UUID,
@@ -250,11 +255,13 @@ async def finish(
     outputs: dict[str, str] | None = None,
     applied: list[dict[str, Any]] | None = None,
     canceled: bool = False,
+    observe: RunObserver | None = None,
 ) -> bool:
     """Ends the run (keeping the objects the driver applied) and moves its subject on, or removes
     it after a delete. A run its subject went on without ends without a status change
     (`canceled`: it did nothing). False when another worker took the run meanwhile (its lease had
-    expired): that worker's result stands."""
+    expired): that worker's result stands. `observe` is told the run's action, outcome and
+    duration once it is committed (the worker's metrics)."""
     async with in_transaction():
         run = await DeploymentRun.select_for_update().get_or_none(id=run_id)
         if run is None or run.status != RunStatus.RUNNING or run.lease_owner != worker:
@@ -264,7 +271,7 @@ async def finish(
         else:
             run.status = RunStatus.SUCCEEDED if succeeded else RunStatus.FAILED
         run.message = message
-        run.finished_at = now()
+        run.finished_at = ended = now()
         run.lease_expires_at = None
         fields = ["status", "message", "finished_at", "lease_expires_at"]
         if applied is not None:
@@ -283,6 +290,9 @@ async def finish(
         if kind.one_at_a_time and not removed:
             await _republish_waiting(kind, subject.id)
     outbox.notify()
+    if observe is not None:
+        started = run.started_at or ended
+        observe(run.action.value, run.status.value.lower(), (ended - started).total_seconds())
     return True
 
 

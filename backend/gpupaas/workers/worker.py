@@ -31,6 +31,7 @@ from datetime import timedelta
 from typing import Any
 
 from gpupaas.clusters import service as clusters
+from gpupaas.core.metrics import Metrics
 from gpupaas.events.bus import (
     COMMANDS_TOPIC,
     DEAD_LETTER_TOPIC,
@@ -162,8 +163,10 @@ class Worker:
         settings: WorkerSettings | None = None,
         *,
         name: str | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.bus = bus
+        self.metrics = metrics
         self.drivers = drivers
         self.settings = settings or WorkerSettings()
         self.name = name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
@@ -288,6 +291,7 @@ class Worker:
                 succeeded=False,
                 message=f"canceled: the {kind.noun} is being deleted",
                 canceled=True,
+                observe=self._observe,
             )
             return
 
@@ -311,7 +315,12 @@ class Worker:
             message=outcome.message,
             outputs=outputs,
             applied=outcome.applied,
+            observe=self._observe,
         )
+
+    def _observe(self, action: str, outcome: str, seconds: float) -> None:
+        if self.metrics is not None:
+            self.metrics.observe_run(action, outcome, seconds)
 
     async def _carry_out(
         self, run: DeploymentRun, make_plan: Callable[[], Awaitable[tuple[Driver, Plan]]]
