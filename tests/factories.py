@@ -154,3 +154,15 @@ async def make_instance(
     return await compute.create_instance(
         actor, project.name, str(profile.id), data, deploy, secret_key=SECRET_KEY
     )
+
+
+async def make_webhook(project: str, *events: Any, enabled: bool = True) -> Any:
+    """A webhook of `project` (by a platform admin) to a public address that nothing answers:
+    enough for what is queued, not for what is delivered (tests/webhooks has a receiver)."""
+    from gpupaas.webhooks import service as webhooks
+
+    data = webhooks.WebhookIn(url="https://93.184.216.34/gpupaas", events=list(events), enabled=enabled)
+    hook, _ = await webhooks.create_webhook(
+        await platform_actor(), project, data, secret_key=SECRET_KEY, allow_private=False
+    )
+    return hook

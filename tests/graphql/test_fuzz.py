@@ -33,7 +33,15 @@ from gpupaas.bootstrap import seed
 from gpupaas.core.actor import Role
 from gpupaas.settings import Settings
 from tests.conftest import SECRET_KEY
-from tests.factories import make_instance, make_profile, make_project, make_template, make_user, make_version
+from tests.factories import (
+    Person,
+    make_instance,
+    make_profile,
+    make_project,
+    make_template,
+    make_user,
+    make_version,
+)
 
 SCHEMA = (Path(__file__).resolve().parents[2] / "schema.graphql").read_text()
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "12"))  # per root field
@@ -49,7 +57,7 @@ class World:
     names: list[str]
 
 
-async def _seed(world_ids: list[str], names: list[str], tokens: dict[str, str]) -> None:
+async def _seed(ids: list[str], names: list[str], tokens: dict[str, str]) -> None:
     await seed()
     for username, admin in (("root", True), ("alice", False), ("bob", False)):
         tokens[username] = (await make_user(username, platform_admin=admin)).token
@@ -58,10 +66,8 @@ async def _seed(world_ids: list[str], names: list[str], tokens: dict[str, str]) 
     version = await make_version(template)
     profile = await make_profile(project, version, name="small")
     bob = await User.get(username="bob")
-    from tests.factories import Person
-
     instance = await make_instance(project, profile, name="nb", by=Person(bob, tokens["bob"]))
-    world_ids += [str(x.id) for x in (project, template, version, profile, instance)]
+    ids += [str(x.id) for x in (project, template, version, profile, instance)]
     names += ["ml", "nb", "small", "nb-template", "alice", "bob", "gpupaas-system"]
 
 

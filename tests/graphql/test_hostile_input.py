@@ -10,7 +10,15 @@ from typing import Any
 
 from gpupaas.core.actor import Role
 from tests.conftest import GraphQLClient
-from tests.factories import make_instance, make_profile, make_project, make_template, make_user, make_version
+from tests.factories import (
+    make_instance,
+    make_profile,
+    make_project,
+    make_template,
+    make_user,
+    make_version,
+    make_webhook,
+)
 
 HOSTILE = [
     "\x00",
@@ -270,15 +278,9 @@ INSTANCE_TEMPLATE = {
 
 
 async def _webhook() -> str:
-    from gpupaas.webhooks import service as webhooks
     from gpupaas.webhooks.models import WebhookEvent
-    from tests.factories import platform_actor
 
-    data = webhooks.WebhookIn(url="https://93.184.216.34/h", events=[WebhookEvent.QUOTA_REACHED])
-    hook, _ = await webhooks.create_webhook(
-        await platform_actor(), "ml", data, secret_key="k" * 64, allow_private=False
-    )
-    return str(hook.id)
+    return str((await make_webhook("ml", WebhookEvent.QUOTA_REACHED)).id)
 
 
 def string_paths(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:

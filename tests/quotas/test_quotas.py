@@ -18,7 +18,7 @@ from gpupaas.runs import lifecycle as runs
 from gpupaas.runs.models import DeploymentRun
 from gpupaas.runs.states import RunStatus
 from tests.conftest import GraphQLClient, QueryCounter
-from tests.factories import Person, make_instance, make_profile, make_project, make_user
+from tests.factories import Person, make_instance, make_profile, make_project, make_user, make_webhook
 
 SET = """mutation($input: SetQuotaInput!) { setQuota(input: $input) {
   quota { project quota { gpus gpuLimits { vendor model count } cpu memory instances }
@@ -346,23 +346,12 @@ async def test_service_instances_run_on_their_compute_instances_gpus_and_take_no
 async def test_a_refusal_is_told_to_the_projects_webhooks_that_want_it(
     db: object, gql: GraphQLClient
 ) -> None:
-    from gpupaas.accounts import service as accounts
-    from gpupaas.accounts.models import User
-    from gpupaas.webhooks import service as webhooks
     from gpupaas.webhooks.models import WebhookDelivery, WebhookEvent
-    from tests.conftest import SECRET_KEY
 
     ml, people = await world()
     root, bob = people["root"].token, people["bob"]
-    alice = await accounts.actor_for(await User.get(username="alice"))
-    for events in ([WebhookEvent.QUOTA_REACHED], [WebhookEvent.COMPUTE_INSTANCE_FAILED]):
-        await webhooks.create_webhook(
-            alice,
-            "ml",
-            webhooks.WebhookIn(url="https://93.184.216.34/gpupaas", events=events),
-            secret_key=SECRET_KEY,
-            allow_private=False,
-        )
+    await make_webhook("ml", WebhookEvent.QUOTA_REACHED)
+    await make_webhook("ml", WebhookEvent.COMPUTE_INSTANCE_FAILED)
     assert (await set_quota(gql, root, gpus=2))["userErrors"] == []
     four = await gpu_profile(ml, 4)
     message = refused(await deploy(gql, await saved(ml, four, bob), bob.token))

@@ -31,7 +31,15 @@ from gpupaas.service_instances.models import ServiceInstance
 from gpupaas.service_instances.states import ServiceStatus
 from gpupaas.workers.scheduler import Scheduler, Tick
 from tests.conftest import GraphQLClient, QueryCounter
-from tests.factories import Person, make_instance, make_profile, make_project, make_user, platform_actor
+from tests.factories import (
+    Person,
+    make_instance,
+    make_profile,
+    make_project,
+    make_user,
+    make_webhook,
+    platform_actor,
+)
 
 # A Monday after the real clock: extending counts from the later of now and the due time.
 T0 = datetime(2031, 6, 2, 8, 0, tzinfo=UTC)
@@ -157,18 +165,10 @@ async def test_a_service_is_warned_then_stopped_once_after_its_auto_stop(world: 
 async def test_the_warning_goes_to_the_projects_webhooks_that_want_it(world: World) -> None:
     import json
 
-    from gpupaas.webhooks import service as webhooks
     from gpupaas.webhooks.models import WebhookDelivery, WebhookEvent
 
-    admin = await accounts.actor_for(world.admin.user)
-    for events in ([WebhookEvent.AUTO_STOP_WARNING], [WebhookEvent.QUOTA_REACHED]):
-        await webhooks.create_webhook(
-            admin,
-            "ml",
-            webhooks.WebhookIn(url="https://93.184.216.34/gpupaas", events=events),
-            secret_key="k" * 64,
-            allow_private=False,
-        )
+    await make_webhook("ml", WebhookEvent.AUTO_STOP_WARNING)
+    await make_webhook("ml", WebhookEvent.QUOTA_REACHED)
     sid = await running_service(world, "nb", time_limits.Limits(240, None))
     assert (await scheduler(Clock(T0 + timedelta(hours=3, minutes=46))).tick()).warned == 1
     # one delivery, in the warning's transaction, to the webhook that wants warnings

@@ -21,7 +21,7 @@ from gpupaas.webhooks import service, signing
 from gpupaas.webhooks.dispatch import DeliveryPolicy
 from gpupaas.webhooks.models import DeliveryStatus, Webhook, WebhookAttempt, WebhookDelivery, WebhookEvent
 from tests.conftest import QueryCounter
-from tests.factories import platform_actor
+from tests.factories import make_webhook, platform_actor
 from tests.webhooks.conftest import Answer, Clock, DispatcherFactory, Receiver
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
@@ -294,13 +294,9 @@ async def test_events_go_to_the_enabled_webhooks_that_want_them(db: object, coun
     from tests.factories import make_project
 
     project = await make_project()
-    root = await platform_actor()
 
     async def make(events: list[WebhookEvent], enabled: bool = True) -> Webhook:
-        data = service.WebhookIn(url="https://93.184.216.34/h", events=events, enabled=enabled)
-        hook, _ = await service.create_webhook(
-            root, project.name, data, secret_key="k" * 64, allow_private=False
-        )
+        hook: Webhook = await make_webhook(project.name, *events, enabled=enabled)
         return hook
 
     wants = await make([WebhookEvent.QUOTA_REACHED])
@@ -380,13 +376,7 @@ async def test_publish_needs_no_caller(db: object) -> None:
     from tests.factories import make_project
 
     project = await make_project("ml")
-    hook, _ = await service.create_webhook(
-        await platform_actor(),
-        "ml",
-        service.WebhookIn(url="https://93.184.216.34/", events=[WebhookEvent.AUTO_STOP_WARNING]),
-        secret_key="k" * 64,
-        allow_private=False,
-    )
+    hook = await make_webhook("ml", WebhookEvent.AUTO_STOP_WARNING)
     [delivery] = await service.publish(project.id, WebhookEvent.AUTO_STOP_WARNING, {"in": "15m"})
     assert delivery.webhook_id == hook.id and json.loads(delivery.body)["project"]["name"] == "ml"
 
