@@ -33,8 +33,10 @@ from gpupaas import bootstrap, db
 from gpupaas.accounts import service as accounts
 from gpupaas.api import metrics as metrics_endpoint
 from gpupaas.api.headers import SecurityHeaders
+from gpupaas.api.request_ids import RequestIds
 from gpupaas.api.schema import build_schema
 from gpupaas.api.sockets import SocketSessions
+from gpupaas.core import logs
 from gpupaas.core.actor import ANONYMOUS, Actor
 from gpupaas.core.metrics import Metrics
 from gpupaas.graphql import fanout, response_cache
@@ -140,6 +142,8 @@ class GraphQLApp(GraphQL[Context, None]):
         actor, session = await actor_from_credentials(
             request.headers.get("authorization"), request.cookies.get(SESSION_COOKIE)
         )
+        # For the rest of the request's (or websocket's) task: its access line names the caller too.
+        logs.bind(user=actor.user.username if actor.user is not None else None)
         return Context(
             request=request,
             response=response if isinstance(response, Response) else None,
@@ -160,6 +164,7 @@ class GraphQLApp(GraphQL[Context, None]):
             if actor.user is None:
                 raise ConnectionRejectionError({"message": "Invalid or expired token."})
             context.actor = actor
+            logs.bind(user=actor.user.username)
         # The connection ends when its credentials do (api/sockets.py).
         broadcaster = self.runtime.broadcaster if self.runtime else None
         if broadcaster is not None:
@@ -273,6 +278,8 @@ def create_app(settings: Settings, *, migrate: bool = True, runtime: Runtime | N
     else:
         routes.append(Route("/", landing))
     middleware = [
+        # First: the request id is bound while everything below runs and logs.
+        Middleware(RequestIds),
         Middleware(SecurityHeaders, hsts=settings.secure_cookies),
         Middleware(BodySizeLimit),
         Middleware(metrics_endpoint.TimedRequests, metrics=graphql.metrics),

@@ -56,17 +56,29 @@ def _explain(error: UserErrors) -> str:
     return "\n".join(lines)
 
 
+def configure_logging(settings: Settings, level: str | None = None) -> str:
+    """The process's logs (core/logs.py), once, before anything logs; returns the level."""
+    from gpupaas.core import logs
+
+    chosen = level or settings.log_level
+    logs.configure(settings.log_format, chosen)
+    return chosen
+
+
 def cmd_serve(args: argparse.Namespace) -> None:
     import uvicorn
 
     from gpupaas.app import create_app
 
     settings = _settings()
+    level = configure_logging(settings, args.log_level)
     uvicorn.run(
         create_app(settings),
         host=args.host,
         port=args.port,
-        log_level=args.log_level,
+        log_level=level,
+        # Logging is configured above: uvicorn's access and error lines go through our handler.
+        log_config=None,
         proxy_headers=False,
         # Status events are small JSON messages: compressing each one for each subscriber cost more
         # CPU than anything else in the fan-out (bench/fanout.py); GPUPAAS_WS_COMPRESSION turns it on.
@@ -86,6 +98,7 @@ def cmd_worker(args: argparse.Namespace) -> None:
             "gpupaas worker needs GPUPAAS_KAFKA_BOOTSTRAP_SERVERS: "
             "with the in-process bus, `gpupaas serve` runs the worker"
         )
+    configure_logging(settings)
 
     async def work() -> None:
         from gpupaas.bootstrap import seed
@@ -213,7 +226,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument(
-        "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
+        "--log-level",
+        default=None,
+        choices=["critical", "error", "warning", "info", "debug"],
+        help="default: GPUPAAS_LOG_LEVEL (info)",
     )
     serve.set_defaults(func=cmd_serve)
 

@@ -144,6 +144,15 @@ def _metrics_port(env: Mapping[str, str]) -> int:
     return port
 
 
+def _choice(env: Mapping[str, str], name: str, default: str, choices: tuple[str, ...]) -> str:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    if raw.lower() not in choices:
+        raise SettingsError(f"{name}={raw!r}: expected one of {', '.join(choices)}")
+    return raw.lower()
+
+
 def _proxies(env: Mapping[str, str]) -> tuple[str, ...]:
     raw = env.get("GPUPAAS_TRUSTED_PROXIES", "")
     proxies = tuple(p.strip() for p in raw.split(",") if p.strip())
@@ -245,6 +254,9 @@ class Settings:
     metrics_port: int = 0
     # All interfaces by default: Prometheus scrapes from another pod (the token protects it).
     metrics_host: str = "0.0.0.0"  # noqa: S104
+    # Logs (core/logs.py): plain text or one JSON object per line, on stderr, and the level.
+    log_format: str = "text"
+    log_level: str = "info"
 
     @property
     def is_sqlite(self) -> bool:
@@ -321,4 +333,8 @@ class Settings:
             metrics_token=_metrics_token(env),
             metrics_port=_metrics_port(env),
             metrics_host=env.get("GPUPAAS_METRICS_HOST", "").strip() or "0.0.0.0",  # noqa: S104
+            log_format=_choice(env, "GPUPAAS_LOG_FORMAT", "text", ("text", "json")),
+            log_level=_choice(
+                env, "GPUPAAS_LOG_LEVEL", "info", ("critical", "error", "warning", "info", "debug")
+            ),
         )

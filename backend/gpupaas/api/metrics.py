@@ -138,6 +138,8 @@ async def serve_metrics(metrics: Metrics, settings: Settings, stop: asyncio.Even
         lifespan="off",
         log_level="warning",
         access_log=False,
+        # The process's logging is configured already (core/logs.py): uvicorn's lines go through it.
+        log_config=None,
     )
     server = uvicorn.Server(config)
     # The worker handles SIGINT/SIGTERM itself (and sets `stop`): uvicorn's own handlers stay out.

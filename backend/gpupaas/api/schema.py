@@ -26,7 +26,7 @@ from gpupaas.catalog.graphql import CatalogMutation, CatalogQuery
 from gpupaas.clusters.graphql import ClustersMutation, ClustersQuery
 from gpupaas.compute.graphql import ComputeMutation, ComputeQuery, ComputeSubscription
 from gpupaas.graphql.executor import ExecutionContext as LeakFreeExecutionContext
-from gpupaas.graphql.extensions import ErrorPolicy, ExtensionsRunner, Measured, TextGuard
+from gpupaas.graphql.extensions import ErrorPolicy, ExtensionsRunner, Logged, Measured, TextGuard
 from gpupaas.graphql.response_cache import BumpDataVersion
 from gpupaas.instance_templates.graphql import GpuServiceMutation, GpuServiceQuery
 from gpupaas.metering.graphql import UsageMutation, UsageQuery
@@ -96,7 +96,7 @@ class Schema(strawberry.Schema):
 
 
 def build_schema(settings: Settings | None = None) -> strawberry.Schema:
-    extensions: list[object] = [Measured, ErrorPolicy, BumpDataVersion]
+    extensions: list[object] = [Logged, Measured, ErrorPolicy, BumpDataVersion]
     if settings is not None:
         # Factories, not instances: strawberry builds fresh extensions per request (the caches
         # themselves are module-level and shared).

@@ -16,6 +16,8 @@ from types import TracebackType
 from typing import Any
 
 from graphql.error import GraphQLError
+from graphql.language import DocumentNode, FieldNode, OperationDefinitionNode
+from graphql.utilities import value_from_ast_untyped
 from strawberry.extensions import SchemaExtension
 from strawberry.extensions.context import StreamResultContextManager, WrappedHook
 from strawberry.extensions.runner import SchemaExtensionsRunner
@@ -23,6 +25,7 @@ from strawberry.types import ExecutionContext
 from strawberry.types.execution import StreamExecutionResult
 from strawberry.utils.await_maybe import await_maybe
 
+from gpupaas.core import logs
 from gpupaas.core.errors import Forbidden, InvalidArgument, NotAuthenticated, NotFound
 
 log = logging.getLogger("gpupaas.graphql")
@@ -96,6 +99,66 @@ class Measured(SchemaExtension):
         for error in getattr(context.result, "errors", None) or ():
             code = (error.extensions or {}).get("code") if isinstance(error, GraphQLError) else None
             metrics.count_error(str(code or "INTERNAL"))
+
+
+# A project's name as the log shows it: a client's value that is not one is left out.
+_PROJECT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
+
+
+def project_named(
+    document: DocumentNode | None, operation_name: str | None, variables: dict[str, Any]
+) -> str | None:
+    """The project the operation's root fields name (`project:` or `input: {project:}`, literal or
+    variable), for the log; None when none does."""
+    if document is None:
+        return None
+    for definition in document.definitions:
+        if not isinstance(definition, OperationDefinitionNode):
+            continue
+        named = definition.name.value if definition.name is not None else None
+        if operation_name is not None and named != operation_name:
+            continue
+        for selection in definition.selection_set.selections:
+            if not isinstance(selection, FieldNode):
+                continue
+            for argument in selection.arguments or ():
+                try:
+                    value = value_from_ast_untyped(argument.value, variables)
+                except Exception:  # noqa: S112 (a malformed value: execution reports it)
+                    continue
+                if argument.name.value != "project":
+                    value = value.get("project") if isinstance(value, dict) else None
+                found = value
+                if isinstance(found, str) and _PROJECT_NAME.fullmatch(found):
+                    return found
+    return None
+
+
+class Logged(SchemaExtension):
+    """What each line logged during an operation carries (core/logs.py): the user, the operation's
+    name and the project it names. First in the list, so that the others' lines (ErrorPolicy's
+    unexpected errors) carry them too."""
+
+    def on_operation(self) -> Iterator[None]:
+        actor = getattr(self.execution_context.context, "actor", None)
+        user = getattr(actor, "user", None)
+        token = logs.bind(user=getattr(user, "username", None))
+        try:
+            yield
+        finally:
+            logs.unbind(token)  # also takes off what on_execute bound
+
+    def on_execute(self) -> Iterator[None]:
+        context = self.execution_context
+        try:
+            name = context.operation_name
+        except Exception:  # no operation in the document
+            name = None
+        logs.bind(
+            operation=name or "anonymous",
+            project=project_named(context.graphql_document, name, context.variables or {}),
+        )
+        yield
 
 
 class ErrorPolicy(SchemaExtension):

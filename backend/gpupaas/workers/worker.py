@@ -31,6 +31,7 @@ from datetime import timedelta
 from typing import Any
 
 from gpupaas.clusters import service as clusters
+from gpupaas.core import logs
 from gpupaas.core.metrics import Metrics
 from gpupaas.events.bus import (
     COMMANDS_TOPIC,
@@ -45,7 +46,7 @@ from gpupaas.provisioning.drivers.base import Driver
 from gpupaas.provisioning.plan import DriverError, PermanentError, Plan
 from gpupaas.provisioning.registry import DriverRegistry
 from gpupaas.runs import lifecycle as runs
-from gpupaas.runs.kinds import RunKind, Work
+from gpupaas.runs.kinds import Claimed, RunKind, Work
 from gpupaas.runs.models import DeploymentRun
 from gpupaas.runs.states import RunAction
 from gpupaas.workers.kinds import KINDS
@@ -260,7 +261,8 @@ class Worker:
             await self._dead_letter(message, f"cannot read the command: {error}")
             return
         try:
-            await self.handle_run(KINDS[payload["type"]], str(payload["runId"]))
+            with logs.bound(run_id=str(payload["runId"])[:64]):
+                await self.handle_run(KINDS[payload["type"]], str(payload["runId"]))
         except asyncio.CancelledError:
             raise
         except Exception as error:
@@ -283,6 +285,12 @@ class Worker:
         if claimed is None:
             return  # finished already, held by a live worker, or waiting for the run before it
         run = claimed.run
+        # Every line logged while the run is carried out (its heartbeat's and progress's too).
+        with logs.bound(run_id=run.id, instance_id=kind.subject_id(run), project=claimed.project_name):
+            await self._carry_out_claimed(kind, claimed)
+
+    async def _carry_out_claimed(self, kind: RunKind[Any], claimed: Claimed[Any]) -> None:
+        run = claimed.run
         if claimed.superseded:  # e.g. deleted before it started: the delete queued behind it runs next
             await runs.finish(
                 kind,
@@ -303,7 +311,12 @@ class Worker:
             target = await clusters.target_for(work.cluster_id)
             return self.drivers.driver(target), work.plan(target)
 
+        log.info("%s run of %s started (attempt %s)", run.action.value, kind.noun, run.attempts)
         outcome = await self._carry_out(run, make_plan)
+        if outcome.succeeded:
+            log.info("%s run of %s succeeded", run.action.value, kind.noun)
+        else:
+            log.warning("%s run of %s failed: %s", run.action.value, kind.noun, outcome.message)
         outputs = outcome.outputs
         if outputs is not None and works:
             outputs = works[-1].keep_outputs(outputs)
