@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -31,6 +32,7 @@ from gpupaas.service_instances.models import ServiceInstance
 from gpupaas.settings import Settings
 
 Clock = Callable[[], datetime]
+log = logging.getLogger("gpupaas.metrics")
 
 
 def _utcnow() -> datetime:
@@ -79,6 +81,11 @@ def endpoint(
                 headers={"www-authenticate": 'Bearer realm="metrics"'},
             )
         await read_database(metrics, clock)
+        for read in metrics.scrape_readers:
+            try:
+                await read()
+            except Exception:  # a broker that does not answer leaves the last values, not a 500
+                log.exception("a metrics reader failed")
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     return scrape

@@ -9,7 +9,7 @@ and an addition, no I/O; what needs the database (the outbox, instances by statu
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -76,6 +76,7 @@ class Metrics:
             registry=self.registry,
         )
         self._instance_labels: set[tuple[str, str]] = set()
+        self._lag_labels: set[tuple[str, str, str]] = set()
         gpu_labels = ["cluster", "vendor", "model"]
         self.gpus_capacity = Gauge(
             "gpupaas_gpus_capacity",
@@ -95,6 +96,39 @@ class Metrics:
             gpu_labels,
             registry=self.registry,
         )
+
+        # The worker's (workers/worker.py): read when scraped, only with the Kafka bus.
+        self.kafka_lag = Gauge(
+            "gpupaas_kafka_consumer_lag",
+            "Messages of an assigned partition this process's consumer has not read yet (the "
+            "partition's high watermark minus the consumer's position), by group, topic, partition.",
+            ["group", "topic", "partition"],
+            registry=self.registry,
+        )
+        self.worker_heartbeat = Gauge(
+            "gpupaas_worker_heartbeat_timestamp_seconds",
+            "When this process's worker last showed it was consuming (Unix time): it stops moving "
+            "when the worker's loop has died or the process hangs.",
+            registry=self.registry,
+        )
+        # What a scrape reads first besides the database (api/metrics.py): the consumers' lag.
+        self.scrape_readers: list[Callable[[], Awaitable[None]]] = []
+
+    def on_scrape(self, read: Callable[[], Awaitable[None]]) -> None:
+        """`read` is awaited at each scrape, before the registry is written out."""
+        self.scrape_readers.append(read)
+
+    def set_kafka_lag(self, group: str, lags: dict[tuple[str, int], int]) -> None:
+        """The lag of each partition `group`'s consumer holds now, replacing what it held before
+        (a partition given to another member leaves the metric)."""
+        held = [labels for labels in self._lag_labels if labels[0] == group]
+        for labels in held:
+            self.kafka_lag.remove(*labels)
+        self._lag_labels -= set(held)
+        for (topic, partition), lag in lags.items():
+            labels = (group, topic, str(partition))
+            self._lag_labels.add(labels)
+            self.kafka_lag.labels(*labels).set(lag)
 
     def observe_operation(self, name: str | None, kind: str, seconds: float) -> None:
         self.operation_seconds.labels(self._operation_label(name), kind).observe(seconds)

@@ -85,6 +85,12 @@ class Consumer(Protocol):
 
     def assignment(self) -> Assignment: ...
 
+    async def lag(self) -> dict[tuple[str, int], int] | None:
+        """Per assigned (topic, partition): messages on the broker this member has not read yet
+        (the partition's high watermark minus its position), for the partitions it has fetched
+        from; None where the bus does not measure it (the in-process bus)."""
+        ...
+
 
 class Bus(Protocol):
     async def start(self) -> None: ...

@@ -318,6 +318,26 @@ class _KafkaConsumer:
             return set()
         return _tps(self._consumer.assignment())
 
+    async def lag(self) -> dict[tuple[str, int], int] | None:
+        """The high watermark of each assigned partition (from the last fetch response: tansu's
+        ListOffsets is wrong, see above) minus this member's position. A partition not fetched
+        from yet, or whose position is not known within a second (being reset), is left out."""
+        consumer = self._consumer
+        if self._state != "running" or consumer is None:
+            return {}
+        lags: dict[tuple[str, int], int] = {}
+        for tp in list(consumer.assignment()):
+            try:
+                highwater = consumer.highwater(tp)
+                if highwater is None:
+                    continue
+                async with asyncio.timeout(1.0):
+                    position = await consumer.position(tp)
+            except (KafkaError, TimeoutError, AssertionError):  # revoked meanwhile (aiokafka asserts)
+                continue
+            lags[(tp.topic, tp.partition)] = max(highwater - position, 0)
+        return lags
+
     async def getmany(self, timeout: float, max_records: int = 100) -> list[Message]:
         consumer = self._consumer
         if self._state != "running" or consumer is None:

@@ -241,6 +241,9 @@ class _MemoryConsumer:
             await self.bus._leave(self, self.group)
         self.owned = set()
 
+    async def lag(self) -> dict[tuple[str, int], int] | None:
+        return None  # one process: nothing waits on a broker
+
     def assignment(self) -> Assignment:
         return set(self.owned)
 

@@ -31,6 +31,12 @@ class NamespacedConsumer:
     def assignment(self) -> Assignment:
         return {(topic.removeprefix(self.prefix), partition) for topic, partition in self.inner.assignment()}
 
+    async def lag(self) -> dict[tuple[str, int], int] | None:
+        lags = await self.inner.lag()
+        if lags is None:
+            return None
+        return {(topic.removeprefix(self.prefix), partition): n for (topic, partition), n in lags.items()}
+
 
 class NamespacedBus:
     def __init__(self, inner: Bus, namespace: str) -> None:

@@ -23,6 +23,7 @@ import logging
 import math
 import os
 import socket
+import time
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -66,6 +67,8 @@ class WorkerSettings:
     # A run's progress lines are written at most this often (the last one always is, unless the
     # run ends first: then its final message replaces it).
     progress_interval_seconds: float = 0.2
+    # How often the worker's heartbeat (gpupaas_worker_heartbeat_timestamp_seconds) moves.
+    heartbeat_seconds: float = 5.0
 
 
 @dataclass(frozen=True)
@@ -174,14 +177,38 @@ class Worker:
         self._consumer: Consumer | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.handled = 0
+        if metrics is not None:
+            metrics.on_scrape(self.read_lag)
 
     async def start(self) -> None:
         self._consumer = self.bus.consumer([COMMANDS_TOPIC], group=WORKERS_GROUP)
         await self._consumer.start()
+        consuming = asyncio.create_task(self._consume(), name=f"worker-{self.name}")
         self._tasks = [
-            asyncio.create_task(self._consume(), name=f"worker-{self.name}"),
+            consuming,
             asyncio.create_task(self._reap(), name=f"reaper-{self.name}"),
+            asyncio.create_task(self._beat(consuming), name=f"heartbeat-{self.name}"),
         ]
+
+    async def read_lag(self) -> None:
+        """The commands waiting for this worker on the broker, into /metrics (Kafka only)."""
+        consumer = self._consumer
+        if self.metrics is None:
+            return
+        if consumer is None:  # stopped: it holds no partition
+            self.metrics.set_kafka_lag(WORKERS_GROUP, {})
+            return
+        lags = await consumer.lag()
+        if lags is not None:
+            self.metrics.set_kafka_lag(WORKERS_GROUP, lags)
+
+    async def _beat(self, consuming: asyncio.Task[None]) -> None:
+        """Moves the heartbeat metric while the consuming loop lives: an alert sees it stand still
+        when the loop died (or the process hangs) though the process still answers scrapes."""
+        while not consuming.done():
+            if self.metrics is not None:
+                self.metrics.worker_heartbeat.set(time.time())
+            await asyncio.sleep(self.settings.heartbeat_seconds)
 
     async def stop(self) -> None:
         for task in self._tasks:
