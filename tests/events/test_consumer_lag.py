@@ -132,19 +132,24 @@ async def test_the_worker_exports_its_lag_and_heartbeat(
         assert {dict(key)["partition"] for key in labels} <= {"0", "1"}
 
         # and the heartbeat moves while the worker consumes
-        first = (await scrape(settings, metrics))[("gpupaas_worker_heartbeat_timestamp_seconds", ())]
+        beat = ("gpupaas_worker_heartbeat_timestamp_seconds", (("worker", worker.name),))
+        first = (await scrape(settings, metrics))[beat]
         assert first >= started
 
         async def moved() -> bool:
             samples = await scrape(settings, metrics)
-            return samples[("gpupaas_worker_heartbeat_timestamp_seconds", ())] > first
+            return samples[beat] > first
 
         await eventually(moved, "the heartbeat to move")
 
         # then, once the commands are handled, the lag is 0
         release.set()
+
+        async def all_handled() -> bool:
+            return len(handled) == N
+
+        await eventually(all_handled, "every command handled")
         await eventually(lambda: lag_is(0), "a lag of 0")
-        assert len(handled) == N
     finally:
         await worker.stop()
         await bus.stop()
@@ -159,6 +164,8 @@ async def test_the_heartbeat_stops_when_the_worker_stops_consuming(db: Database,
     )
     await worker.bus.start()
     await worker.bus.ensure_topics(TOPICS)
+    # a process whose worker has not started says nothing (not "0: silent since 1970")
+    assert not [k for k in await scrape(settings, metrics) if k[0].startswith("gpupaas_worker_heartbeat")]
     await worker.start()
     try:
         consuming, _, beating = worker._tasks
@@ -167,7 +174,7 @@ async def test_the_heartbeat_stops_when_the_worker_stops_consuming(db: Database,
             beats = [
                 sample.value for family in metrics.worker_heartbeat.collect() for sample in family.samples
             ]
-            return beats[0] > 0
+            return bool(beats) and beats[0] > 0
 
         async def stopped() -> bool:
             return beating.done()

@@ -105,10 +105,13 @@ class Metrics:
             ["group", "topic", "partition"],
             registry=self.registry,
         )
+        # Labelled by the worker's name so that a process without a worker exports no sample
+        # (an unlabelled gauge would say 0, "not heartbeating since 1970").
         self.worker_heartbeat = Gauge(
             "gpupaas_worker_heartbeat_timestamp_seconds",
             "When this process's worker last showed it was consuming (Unix time): it stops moving "
             "when the worker's loop has died or the process hangs.",
+            ["worker"],
             registry=self.registry,
         )
         # What a scrape reads first besides the database (api/metrics.py): the consumers' lag.

@@ -207,7 +207,7 @@ class Worker:
         when the loop died (or the process hangs) though the process still answers scrapes."""
         while not consuming.done():
             if self.metrics is not None:
-                self.metrics.worker_heartbeat.set(time.time())
+                self.metrics.worker_heartbeat.labels(self.name).set(time.time())
             await asyncio.sleep(self.settings.heartbeat_seconds)
 
     async def stop(self) -> None:
