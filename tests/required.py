@@ -31,6 +31,7 @@ class Part:
 POSTGRES = Part("PostgreSQL", "GPUPAAS_TEST_POSTGRES_URL")
 KAFKA = Part("the Kafka broker (tansu)")
 BROWSER = Part("the browser (chromium)", "GPUPAAS_REQUIRE_BROWSER")
+PROMTOOL = Part("promtool (Debian's prometheus package)", "GPUPAAS_REQUIRE_PROMTOOL")
 KUBECTL = Part("kubectl (/usr/bin/kubectl, 1.27 or later)", "GPUPAAS_REQUIRE_KUBECTL")
 
 
