@@ -151,6 +151,21 @@ def test_libraries_that_log_values_stay_quiet_even_at_debug(json_logs: Captured)
     assert [e["message"] for e in json_logs.entries()] == ["slow"]
 
 
+def test_uvicorn_lines_lose_their_query_strings(json_logs: Captured) -> None:
+    for name in ("uvicorn.access", "uvicorn.error"):  # as `gpupaas serve` sets them (restored after)
+        logging.getLogger(name).setLevel(logging.INFO)
+    access = ("1.2.3.4:5", "GET", "/graphql?query={me{id}}&token=s3cret", "1.1", 200)
+    logging.getLogger("uvicorn.access").info('%s - "%s %s HTTP/%s" %d', *access)
+    logging.getLogger("uvicorn.error").info(
+        '%s - "WebSocket %s" [accepted]', "1.2.3.4:5", "/graphql?token=s3cret"
+    )
+    logged, socket_line = json_logs.entries()
+    assert (logged["method"], logged["path"], logged["status"]) == ("GET", "/graphql", 200)
+    assert logged["message"] == '1.2.3.4:5 - "GET /graphql HTTP/1.1" 200'
+    assert socket_line["message"] == '1.2.3.4:5 - "WebSocket /graphql" [accepted]'
+    assert "s3cret" not in json_logs.stream.getvalue()
+
+
 def test_unknown_context_fields_are_refused() -> None:
     with pytest.raises(ValueError, match="not a log context field: password"):
         logs.bind(password="x")

@@ -98,14 +98,20 @@ def _access_fields(record: logging.LogRecord) -> dict[str, Any]:
 
 
 class StripQueryStrings(logging.Filter):
-    """uvicorn's access lines name the path without its query string: a GET /graphql carries the
-    query and its variables there, and other paths may carry tokens."""
+    """uvicorn's access lines (and its websocket lines) name the path without its query string: a
+    GET /graphql carries the query and its variables there, and other paths may carry tokens."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args
-        if isinstance(args, tuple) and len(args) == 5 and isinstance(args[2], str):
-            record.args = (args[0], args[1], args[2].split("?", 1)[0], args[3], args[4])
+        if record.name == "uvicorn.access" and isinstance(args, tuple) and len(args) == 5:
+            record.args = (args[0], args[1], _path(args[2]), args[3], args[4])
+        elif isinstance(args, tuple) and len(args) >= 2 and str(record.msg).startswith('%s - "WebSocket %s"'):
+            record.args = (args[0], _path(args[1]), *args[2:])
         return True
+
+
+def _path(value: object) -> object:
+    return value.split("?", 1)[0] if isinstance(value, str) else value
 
 
 class JsonFormatter(logging.Formatter):
@@ -179,9 +185,10 @@ def configure(
         logger = logging.getLogger(name)
         logger.handlers.clear()
         logger.propagate = True
-    access = logging.getLogger("uvicorn.access")
-    if not any(isinstance(f, StripQueryStrings) for f in access.filters):
-        access.addFilter(StripQueryStrings())
+    for name in ("uvicorn.access", "uvicorn.error"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, StripQueryStrings) for f in logger.filters):
+            logger.addFilter(StripQueryStrings())
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(max(number, logging.WARNING))
     return handler
