@@ -247,3 +247,22 @@ def test_promtool_parses_every_query_of_the_dashboard(tmp_path: Path) -> None:
     )
     result = subprocess.run([tool, "check", "rules", str(broken)], capture_output=True, text=True, timeout=60)
     assert result.returncode != 0
+
+
+async def test_the_readme_lists_every_metric_exported(settings: Settings) -> None:
+    """README, "Observe": its table names each family /metrics exports (app and worker), no more."""
+    metered = replace(settings, metrics_token=TOKEN)
+    texts = [
+        await _scrape(create_app(metered, migrate=False)),
+        await _scrape(metrics_app(Metrics(), metered)),
+    ]
+    families = {
+        line.split()[2]
+        for text in texts
+        for line in text.splitlines()
+        if line.startswith("# TYPE ") and not line.split()[2].endswith("_created")
+    }
+    section = (ROOT / "README.md").read_text().split("## Observe", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1] for line in section.splitlines() if line.startswith("| `gpupaas_")]
+    documented = {name for row in rows for name in re.findall(r"`(gpupaas_[a-z_]+)`", row)}
+    assert documented == families, (documented - families, families - documented)
