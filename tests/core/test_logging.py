@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 import pytest
+import websockets
 
 from gpupaas.api.request_ids import request_id_of
 from gpupaas.app import create_app
@@ -33,7 +34,7 @@ from gpupaas.provisioning.drivers.simulated.driver import SimulatedDriver
 from gpupaas.provisioning.inventory import DEFAULT_INVENTORY
 from gpupaas.runtime import Runtime
 from gpupaas.settings import Settings, SettingsError
-from tests.conftest import Database, GraphQLClient
+from tests.conftest import Database, GraphQLClient, serving
 from tests.factories import make_instance, make_profile, make_project, make_template, make_user, make_version
 from tests.workers.conftest import fast, wait_status
 
@@ -432,3 +433,40 @@ def test_gpupaas_serve_writes_every_line_as_json(tmp_path: Path) -> None:
     assert len(health["request_id"]) == 32
     for secret in (password, "qs-Secret-0b7c"):
         assert secret not in stderr and secret not in stdout, secret
+
+
+async def test_a_websocket_gets_a_request_id_and_its_operations_log_the_user(
+    db: Database, settings: Settings, json_logs: Captured, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alice = await make_user("alice")
+    await make_project("ml", alice=Role.MEMBER)
+
+    async def broken(*args: object) -> object:
+        raise RuntimeError("the catalog broke")
+
+    monkeypatch.setattr(profile_service, "catalog", broken)
+    async with (
+        serving(create_app(settings, migrate=False)) as url,
+        websockets.connect(
+            url.replace("http", "ws") + "/graphql",
+            subprotocols=[websockets.Subprotocol("graphql-transport-ws")],
+            additional_headers={"x-request-id": "ws-7"},
+        ) as socket_,
+    ):
+        # the accept returns the id
+        assert socket_.response is not None and socket_.response.headers["x-request-id"] == "ws-7"
+        await socket_.send(
+            json.dumps({"type": "connection_init", "payload": {"authorization": f"Bearer {alice.token}"}})
+        )
+        assert json.loads(await socket_.recv())["type"] == "connection_ack"
+        subscribe = {"query": CATALOG, "variables": {"project": "ml"}, "operationName": "Shop"}
+        await socket_.send(json.dumps({"id": "1", "type": "subscribe", "payload": subscribe}))
+        answer = json.loads(await socket_.recv())
+        assert answer["payload"]["errors"][0]["extensions"]["code"] == "INTERNAL"
+    (entry,) = [e for e in json_logs.entries() if e["logger"] == "gpupaas.graphql"]
+    assert {k: entry.get(k) for k in ("request_id", "user", "operation", "project")} == {
+        "request_id": "ws-7",
+        "user": "alice",
+        "operation": "Shop",
+        "project": "ml",
+    }
