@@ -31,6 +31,7 @@ from gpupaas.compute import service as compute
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.compute.run_kind import COMPUTE
 from gpupaas.compute.states import DeploymentStatus
+from gpupaas.core import logs
 from gpupaas.core.errors import ErrorCode, Forbidden, UserErrors
 from gpupaas.events import outbox
 from gpupaas.runs.kinds import RunKind
@@ -206,7 +207,8 @@ class Scheduler:
                 await model.filter(id=row.id).update(
                     stop_at=None, stop_claimed_until=None, stop_refused=message
                 )
-                log.info("auto-stop of %s %s refused: %s", limited.kind.noun, row.id, message)
+                with logs.bound(instance_id=row.id):
+                    log.info("auto-stop of %s %s refused: %s", limited.kind.noun, row.id, message)
                 refused += 1
                 continue
             # Stopping or destroying now: not due any more (a finished stop disarms it anyway).
