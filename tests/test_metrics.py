@@ -4,6 +4,7 @@ worker do their work (GraphQL operations and errors, runs, the outbox, instances
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import subprocess
@@ -384,8 +385,15 @@ def test_the_gpupaas_worker_process_serves_metrics_and_stops_on_sigterm(
         "GPUPAAS_METRICS_TOKEN": TOKEN,
         "GPUPAAS_METRICS_PORT": str(port),
         "GPUPAAS_METRICS_HOST": "127.0.0.1",
+        "GPUPAAS_LOG_FORMAT": "json",
     }
-    process = subprocess.Popen([sys.executable, "-m", "gpupaas.cli", "worker"], env=env)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gpupaas.cli", "worker"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -399,8 +407,25 @@ def test_the_gpupaas_worker_process_serves_metrics_and_stops_on_sigterm(
         assert answer.status_code == 200
         samples = parse(answer.text)
         assert ("gpupaas_outbox_backlog", ()) in samples
+        assert [name for name, _ in samples if name == "gpupaas_worker_heartbeat_timestamp_seconds"]
         assert httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).status_code == 401
+
+        # with Kafka, the lag of the partitions its group gave it (none waits: 0)
+        def lags() -> dict[str, float]:
+            found = parse(httpx.get(f"http://127.0.0.1:{port}/metrics", headers=AUTH, timeout=5).text)
+            return {
+                dict(labels)["partition"]: v for (name, labels), v in found.items() if name.endswith("_lag")
+            }
+
+        while not lags():
+            assert time.monotonic() < deadline, "the worker's lag never showed"
+            time.sleep(0.1)
+        assert set(lags().values()) == {0.0}
     finally:
         process.terminate()
-        code = process.wait(timeout=30)
-    assert code == 0
+        stdout, stderr = process.communicate(timeout=30)
+    assert process.returncode == 0, stderr
+    # and its logs are JSON lines, the first saying that it consumes
+    entries = [json.loads(line) for line in stderr.splitlines() if line.strip()]
+    assert any(e["message"].endswith(" consuming commands") for e in entries), entries
+    assert stdout == ""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -112,7 +113,10 @@ def cmd_worker(args: argparse.Namespace) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         await runtime.start()
-        print(f"worker {runtime.worker.name if runtime.worker else ''} consuming commands", flush=True)
+        # A log line, not a print: with GPUPAAS_LOG_FORMAT=json every line the worker writes is JSON.
+        logging.getLogger("gpupaas.worker").info(
+            "worker %s consuming commands", runtime.worker.name if runtime.worker else ""
+        )
         exporter = None
         if settings.metrics_port:
             from gpupaas.api.metrics import serve_metrics
