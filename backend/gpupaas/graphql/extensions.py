@@ -155,7 +155,7 @@ class Logged(SchemaExtension):
         except Exception:  # no operation in the document
             name = None
         logs.bind(
-            operation=name or "anonymous",
+            operation=(name or "anonymous")[:100],  # a client's name: bounded, as in the metrics
             project=project_named(context.graphql_document, name, context.variables or {}),
         )
         yield
