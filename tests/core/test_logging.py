@@ -23,6 +23,7 @@ import httpx
 import pytest
 import websockets
 
+from gpupaas import app as app_module
 from gpupaas.api.request_ids import request_id_of
 from gpupaas.app import create_app
 from gpupaas.catalog.service import profiles as profile_service
@@ -470,3 +471,20 @@ async def test_a_websocket_gets_a_request_id_and_its_operations_log_the_user(
         "operation": "Shop",
         "project": "ml",
     }
+
+
+async def test_an_unhandled_error_is_logged_with_its_request_id(
+    db: Database, settings: Settings, json_logs: Captured, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def broken(request: object) -> object:
+        raise RuntimeError("health broke")
+
+    monkeypatch.setattr(app_module, "healthz", broken)
+    async with serving(create_app(settings, migrate=False)) as url, httpx.AsyncClient() as http:
+        # the test server configured uvicorn's loggers as uvicorn.run does: as `gpupaas serve` does, ours again
+        logs.configure("json", "debug", stream=json_logs.stream)
+        response = await http.get(f"{url}/healthz", headers={"x-request-id": "boom-1"})
+    assert response.status_code == 500
+    (entry,) = [e for e in json_logs.entries() if "exception" in e]
+    assert entry["logger"] == "uvicorn.error" and entry["request_id"] == "boom-1"
+    assert entry["exception"].endswith("RuntimeError: health broke")

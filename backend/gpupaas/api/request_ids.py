@@ -45,5 +45,8 @@ class RequestIds:
                 message = {**message, "headers": [*headers, (HEADER.encode(), request_id.encode())]}
             await send(message)
 
-        with logs.bound(request_id=request_id):
-            await self.app(scope, receive, sending)
+        token = logs.bind(request_id=request_id)
+        # On an exception the id stays bound: the server logs it next, in this same task (which
+        # ends with the request), and that line names the request too.
+        await self.app(scope, receive, sending)
+        logs.unbind(token)
