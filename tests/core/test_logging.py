@@ -31,10 +31,15 @@ from gpupaas.catalog.service import templates as template_service
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core import logs
 from gpupaas.core.actor import Role
+from gpupaas.events.bus import Message
+from gpupaas.events.memory import InProcessBus
+from gpupaas.events.relay import TOPICS
 from gpupaas.provisioning.drivers.simulated.driver import SimulatedDriver
 from gpupaas.provisioning.inventory import DEFAULT_INVENTORY
+from gpupaas.provisioning.registry import DriverRegistry
 from gpupaas.runtime import Runtime
 from gpupaas.settings import Settings, SettingsError
+from gpupaas.workers.worker import Worker
 from tests.conftest import Database, GraphQLClient, serving
 from tests.factories import make_instance, make_profile, make_project, make_template, make_user, make_version
 from tests.workers.conftest import fast, wait_status
@@ -488,3 +493,22 @@ async def test_an_unhandled_error_is_logged_with_its_request_id(
     (entry,) = [e for e in json_logs.entries() if "exception" in e]
     assert entry["logger"] == "uvicorn.error" and entry["request_id"] == "boom-1"
     assert entry["exception"].endswith("RuntimeError: health broke")
+
+
+async def test_a_command_that_cannot_be_handled_is_logged_with_its_run_id(
+    settings: Settings, json_logs: Captured, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bus = InProcessBus()
+    await bus.start()
+    await bus.ensure_topics(TOPICS)
+    worker = Worker(bus, DriverRegistry(settings))
+
+    async def broken(kind: object, run_id: str) -> None:
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(worker, "handle_run", broken)
+    command = json.dumps({"type": "run", "runId": "run-123"}).encode()
+    await worker.handle_message(Message("gpupaas.commands", 0, 0, "k", command))
+    await bus.stop()
+    (entry,) = [e for e in json_logs.entries() if e["logger"] == "gpupaas.worker"]
+    assert entry["run_id"] == "run-123" and "RuntimeError: the database went away" in entry["exception"]

@@ -287,15 +287,15 @@ class Worker:
         except ValueError as error:
             await self._dead_letter(message, f"cannot read the command: {error}")
             return
-        try:
-            with logs.bound(run_id=str(payload["runId"])[:64]):
+        with logs.bound(run_id=str(payload["runId"])[:64]):
+            try:
                 await self.handle_run(KINDS[payload["type"]], str(payload["runId"]))
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:
-            # The database stays the truth: the reaper re-queues the run if it is still open.
-            log.exception("run %s could not be handled", payload.get("runId"))
-            await self._dead_letter(message, f"{type(error).__name__}: {error}")
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                # The database stays the truth: the reaper re-queues the run if it is still open.
+                log.exception("run %s could not be handled", payload.get("runId"))
+                await self._dead_letter(message, f"{type(error).__name__}: {error}")
         self.handled += 1
 
     async def _dead_letter(self, message: Message, error: str) -> None:
