@@ -321,17 +321,20 @@ class _KafkaConsumer:
     async def lag(self) -> dict[tuple[str, int], int] | None:
         """The high watermark of each assigned partition (from the last fetch response: tansu's
         ListOffsets is wrong, see above) minus this member's position. A partition not fetched
-        from yet, or whose position is not known within a second (being reset), is left out."""
+        from yet, or whose position is not known within the second all of them get (being
+        reset), is left out."""
         consumer = self._consumer
         if self._state != "running" or consumer is None:
             return {}
         lags: dict[tuple[str, int], int] = {}
+        # One second for them all: a scrape must not wait a second per partition being reset.
+        deadline = asyncio.get_running_loop().time() + 1.0
         for tp in list(consumer.assignment()):
             try:
                 highwater = consumer.highwater(tp)
                 if highwater is None:
                     continue
-                async with asyncio.timeout(1.0):
+                async with asyncio.timeout_at(deadline):
                     position = await consumer.position(tp)
             except (KafkaError, TimeoutError, AssertionError):  # revoked meanwhile (aiokafka asserts)
                 continue
