@@ -3,6 +3,9 @@ says what to write, and the groups mapping they define."""
 
 from __future__ import annotations
 
+import shlex
+from pathlib import Path
+
 import pytest
 
 from gpupaas.accounts.oidc import Identity, groups_of, project_roles, username_base
@@ -151,3 +154,14 @@ def test_the_groups_claim_as_a_list_or_a_string() -> None:
 )
 def test_usernames_from_claims(preferred: str | None, email: str | None, expected: str) -> None:
     assert username_base(Identity("https://a.example", "s", preferred, email)) == expected
+
+
+def test_the_readmes_example_is_a_valid_configuration() -> None:
+    """README, "Sign-in": the Keycloak example, as written."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## Sign-in\n", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```\n", 1)[1].split("```", 1)[0]
+    env = dict(line.split("=", 1) for line in shlex.split(block.replace("<the client's secret>", "s")))
+    settings = oidc(**env)
+    assert settings is not None and settings.name == "Acme SSO"
+    assert settings.admin_group == "gpupaas-platform-admins"
