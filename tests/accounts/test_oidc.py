@@ -21,7 +21,7 @@ from gpupaas.app import create_app
 from gpupaas.audit.models import AuditEntry, AuditOutcome
 from gpupaas.core.actor import Role
 from gpupaas.settings import OidcSettings, Settings
-from tests.conftest import serving
+from tests.conftest import QueryCounter, serving
 from tests.factories import make_project, make_user
 from tests.oidc_provider import RunningProvider, running_provider
 
@@ -393,3 +393,32 @@ async def test_id_tokens_are_checked_for_audience_issuer_nonce_and_signature(
         await checker.validate("not a token", "n-1")
     failures = (audience, issuer, nonce, signed, garbage)
     assert {f.value.code for f in failures} == {"invalid_token"}
+
+
+async def test_a_sign_in_costs_the_same_statements_whatever_the_number_of_groups(
+    db: object, site: str, provider: RunningProvider, count_queries: QueryCounter
+) -> None:
+    names = [f"p{i}" for i in range(6)]
+    for name in names:
+        await make_project(name)
+
+    async def statements(subject: str, groups: list[str]) -> int:
+        provider.set_user(subject, {"preferred_username": subject, "groups": groups})
+        async with httpx.AsyncClient(timeout=10) as http:
+            await sign_in(http, site, subject)  # the first: creates the user and the memberships
+            http.cookies.clear()
+            count_queries.statements.clear()
+            response = await sign_in(http, site, subject)  # nothing changed since
+            assert response.headers["location"] == "/"
+            return len(
+                [
+                    s
+                    for s in count_queries.statements
+                    if s.lstrip().upper().startswith(("SELECT", "INSERT", "UPDATE", "DELETE"))
+                ]
+            )
+
+    one = await statements("one", ["gpupaas:p0:member"])
+    six = await statements("six", [f"gpupaas:{name}:admin" for name in names])
+    # the identity's user, its projects and memberships; the session (ended ones, the new one, its entry)
+    assert one == six == 6

@@ -223,7 +223,12 @@ async def sign_in(identity: Identity, settings: OidcSettings, ttl: timedelta) ->
         raise UserErrors.one(
             None, "This account is disabled: ask a platform admin to enable it.", ErrorCode.FORBIDDEN
         )
-    await _apply_groups(user, identity, settings)
+    try:
+        await _apply_groups(user, identity, settings)
+    except IntegrityError:
+        # The same person signing in twice at once: the other sign-in gave the membership first.
+        await user.refresh_from_db()
+        await _apply_groups(user, identity, settings)
     return user, await service.open_session(user, ttl)
 
 
