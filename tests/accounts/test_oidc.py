@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import logging
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from typing import Any
@@ -422,3 +423,25 @@ async def test_a_sign_in_costs_the_same_statements_whatever_the_number_of_groups
     six = await statements("six", [f"gpupaas:{name}:admin" for name in names])
     # the identity's user, its projects and memberships; the session (ended ones, the new one, its entry)
     assert one == six == 6
+
+
+async def test_the_client_secret_and_the_tokens_are_never_logged(
+    db: object,
+    site: str,
+    provider: RunningProvider,
+    browser: httpx.AsyncClient,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    provider.set_user("sub-13", {"preferred_username": "gina"})
+    await sign_in(browser, site, "sub-13")
+    secret = oidc_of(provider).client_secret
+    basic = base64.b64encode(f"gpupaas:{secret}".encode()).decode()
+    session = browser.cookies["gpupaas_session"]
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert "OpenID Connect sign-in of gina" in logged
+    assert secret not in logged and basic not in logged  # httpx/httpcore's debug lines too
+    # the session's secret: in no line of the server (the SQL has only its hash); this test's own
+    # client logs the Set-Cookie it receives
+    server = "\n".join(r.getMessage() for r in caplog.records if not r.name.startswith(("httpx", "httpcore")))
+    assert "INSERT" in server and session not in server
