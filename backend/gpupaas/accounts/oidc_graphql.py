@@ -6,7 +6,7 @@ import strawberry
 
 from gpupaas.graphql.context import Info
 
-# api/oidc.py serves it (accounts cannot import the API layer; a test keeps the two equal).
+# api/oidc.py serves it: it takes the path from here (accounts cannot import the API layer).
 OIDC_LOGIN_PATH = "/auth/oidc/login"
 
 
