@@ -4,7 +4,8 @@ authlib's server) under werkzeug on a free loopback port, in a thread.
 The mock ignores PKCE, which the providers gpupaas is used with (Keycloak, Okta, Entra ID) enforce;
 `PkceCheck` wraps it to do what RFC 7636 asks of them: the code an authorization request with a
 `code_challenge` produced is exchanged only with the verifier of that challenge (S256). It also
-keeps what was asked of the provider, for the tests to look at.
+keeps what was asked of the provider, for the tests to look at. `UserinfoClaims` makes it a
+provider that gives some claims (the groups) at its userinfo endpoint only.
 """
 
 from __future__ import annotations
@@ -106,9 +107,44 @@ class PkceCheck:
 
 
 @dataclass
+class UserinfoClaims:
+    """WSGI middleware: claims the userinfo endpoint adds for a subject while its ID tokens lack
+    them, as providers that keep groups out of the ID token do (`extra[subject]`; a "sub" in it
+    answers for another subject)."""
+
+    app: WsgiApp
+    extra: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") != "/userinfo":
+            return self.app(environ, start_response)
+        answered: dict[str, Any] = {}
+
+        def keep(status: str, headers: list[tuple[str, str]], *args: Any) -> Callable[[bytes], None]:
+            answered.update(status=status, headers=headers)
+            return lambda data: None
+
+        chunks = self.app(environ, keep)
+        try:
+            body = b"".join(chunks)
+        finally:
+            close = getattr(chunks, "close", None)
+            if close is not None:
+                close()
+        if answered["status"].startswith("200"):
+            claims = json.loads(body)
+            claims.update(self.extra.get(claims.get("sub"), {}))
+            body = json.dumps(claims).encode()
+        headers = [(k, v) for k, v in answered["headers"] if k.lower() != "content-length"]
+        start_response(answered["status"], [*headers, ("Content-Length", str(len(body)))])
+        return [body]
+
+
+@dataclass
 class RunningProvider:
     url: str
     check: PkceCheck
+    userinfo: UserinfoClaims
 
     def set_user(self, subject: str, claims: dict[str, Any]) -> None:
         """The claims the provider gives for `subject` (its ID tokens carry them)."""
@@ -126,12 +162,13 @@ def running_provider() -> Iterator[RunningProvider]:
         import oidc_provider_mock
 
         app = oidc_provider_mock.app()
-    check = PkceCheck(app)
+    userinfo = UserinfoClaims(app)
+    check = PkceCheck(userinfo)
     server = werkzeug.serving.make_server("127.0.0.1", 0, check, threaded=True)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
-        yield RunningProvider(f"http://127.0.0.1:{server.server_port}", check)
+        yield RunningProvider(f"http://127.0.0.1:{server.server_port}", check, userinfo)
     finally:
         server.shutdown()
         server.server_close()

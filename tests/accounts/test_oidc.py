@@ -445,3 +445,20 @@ async def test_the_client_secret_and_the_tokens_are_never_logged(
     # client logs the Set-Cookie it receives
     server = "\n".join(r.getMessage() for r in caplog.records if not r.name.startswith(("httpx", "httpcore")))
     assert "INSERT" in server and session not in server
+
+
+async def test_groups_that_only_the_userinfo_endpoint_gives_count_for_that_subject_only(
+    db: object, site: str, provider: RunningProvider, browser: httpx.AsyncClient
+) -> None:
+    await make_project("ml")
+    provider.set_user("sub-14", {"preferred_username": "hank"})  # no groups in the ID token
+    provider.userinfo.extra["sub-14"] = {"groups": ["gpupaas:ml:admin"]}
+    await sign_in(browser, site, "sub-14")
+    assert (await me(browser, site))["memberships"] == [{"project": {"name": "ml"}, "role": "ADMIN"}]
+
+    # a userinfo answer about somebody else is not believed (OpenID Connect Core 5.3.2)
+    provider.set_user("sub-15", {"preferred_username": "iris"})
+    provider.userinfo.extra["sub-15"] = {"sub": "sub-14", "groups": ["gpupaas:ml:admin"]}
+    browser.cookies.clear()
+    await sign_in(browser, site, "sub-15")
+    assert await me(browser, site) == {"username": "iris", "isPlatformAdmin": False, "memberships": []}
