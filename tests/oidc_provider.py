@@ -86,7 +86,14 @@ class PkceCheck:
         form = parse_qs(body.decode())
         code, verifier = _first(form, "code"), _first(form, "code_verifier")
         with self.lock:
-            self.token_requests.append({"code": code, "code_verifier": verifier})
+            self.token_requests.append(
+                {
+                    "code": code,
+                    "code_verifier": verifier,
+                    "client_id": _first(form, "client_id"),
+                    "authorization": environ.get("HTTP_AUTHORIZATION"),
+                }
+            )
             challenge, method = self.challenges.get(code or "", (None, None))
         if challenge is not None:
             expected = (

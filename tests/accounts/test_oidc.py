@@ -147,7 +147,10 @@ async def test_the_flow_uses_pkce_s256_a_nonce_and_our_client(
     assert query["state"][0] not in flow
     response = await sign_in_from(browser, authorize_url, "sub-2")
     assert response.status_code == 303 and response.headers["location"] == "/"
-    sent = provider.check.token_requests[-1]["code_verifier"]
+    exchange = provider.check.token_requests[-1]
+    # a confidential client: HTTP Basic with its secret (client_secret_basic)
+    assert exchange["authorization"] is not None and exchange["authorization"].startswith("Basic ")
+    sent = exchange["code_verifier"]
     assert sent is not None
     challenge = base64.urlsafe_b64encode(hashlib.sha256(sent.encode()).digest()).rstrip(b"=").decode()
     assert challenge == query["code_challenge"][0]
@@ -462,3 +465,26 @@ async def test_groups_that_only_the_userinfo_endpoint_gives_count_for_that_subje
     browser.cookies.clear()
     await sign_in(browser, site, "sub-15")
     assert await me(browser, site) == {"username": "iris", "isPlatformAdmin": False, "memberships": []}
+
+
+async def test_a_public_client_and_a_configured_redirect_uri(
+    db: object, settings: Settings, provider: RunningProvider
+) -> None:
+    """No client secret: the code is exchanged with the client id and the PKCE verifier alone (the
+    mock provider has no public clients, so it refuses the exchange: only the request is checked).
+    GPUPAAS_OIDC_REDIRECT_URI: sent to the provider as it is, whatever host the request came to."""
+    public = oidc_of(provider, client_secret="")
+    async with (
+        serving(create_app(replace(settings, oidc=public), migrate=False)) as site,
+        httpx.AsyncClient(timeout=10) as http,
+    ):
+        await sign_in(http, site, "sub-16")
+        sent = provider.check.token_requests[-1]
+        assert sent["client_id"] == "gpupaas" and sent["authorization"] is None and sent["code_verifier"]
+    fixed = oidc_of(provider, redirect_uri="https://gpupaas.example.com/auth/oidc/callback")
+    async with (
+        serving(create_app(replace(settings, oidc=fixed), migrate=False)) as site,
+        httpx.AsyncClient(timeout=10) as http,
+    ):
+        query = parse_qs(urlsplit(await start(http, site)).query)
+        assert query["redirect_uri"] == ["https://gpupaas.example.com/auth/oidc/callback"]
