@@ -1,7 +1,8 @@
 """create_app(): the Starlette application with its routes, lifespan and the GraphQL endpoint.
 
 /graphql serves HTTP (JSON POST, GET for queries only) and graphql-transport-ws; /healthz says
-the process is up, /readyz that the database answers; the SPA is mounted last.
+the process is up, /readyz that the database answers; /auth/oidc/* is the OpenID Connect sign-in
+when it is configured (api/oidc.py); the SPA is mounted last.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from tortoise import Tortoise
 from gpupaas import bootstrap, db
 from gpupaas.accounts import service as accounts
 from gpupaas.api import metrics as metrics_endpoint
+from gpupaas.api import oidc as oidc_routes
 from gpupaas.api.headers import SecurityHeaders
 from gpupaas.api.request_ids import RequestIds
 from gpupaas.api.schema import build_schema
@@ -272,6 +274,7 @@ def create_app(settings: Settings, *, migrate: bool = True, runtime: Runtime | N
         Route("/metrics", metrics_endpoint.endpoint(graphql.metrics, settings)),
         Route("/graphql", graphql, methods=["GET", "POST"]),
         WebSocketRoute("/graphql", graphql),
+        *oidc_routes.routes(settings),
     ]
     if STATIC_DIR.is_dir():
         routes.append(Mount("/", SpaFiles(directory=STATIC_DIR), name="spa"))

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
+from urllib.parse import urlsplit
 
 N = TypeVar("N", int, float)
 
@@ -166,6 +168,144 @@ def _proxies(env: Mapping[str, str]) -> tuple[str, ...]:
     return proxies
 
 
+# ---------------------------------------------------------------- OpenID Connect sign-in
+
+PROJECT_ROLES = ("ADMIN", "MEMBER")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_LOOPBACK = {"localhost", "127.0.0.1", "::1", "[::1]"}
+
+
+@dataclass(frozen=True)
+class OidcSettings:
+    """OpenID Connect sign-in (accounts/oidc.py, api/oidc.py); None in `Settings.oidc` when no
+    issuer is set. The client secret is kept out of repr(), so that logging settings shows none."""
+
+    issuer: str
+    client_id: str
+    client_secret: str = field(default="", repr=False)
+    name: str = "SSO"
+    scopes: tuple[str, ...] = ("openid", "profile", "email")
+    groups_claim: str = "groups"
+    # A member of this group is a platform admin, at each sign-in (and is no longer one without
+    # it); None: the flag is left as a platform admin set it.
+    admin_group: str | None = None
+    # `{project}` and `{role}` in a group's name give a project role ("gpupaas:{project}:{role}").
+    project_role_pattern: str | None = None
+    # Explicit pairs: group -> (project, role), for providers whose groups are ids (Entra ID).
+    group_roles: tuple[tuple[str, str, str], ...] = field(default_factory=tuple)
+    # The callback URL registered at the provider; None: this site's /auth/oidc/callback as the
+    # request reached it (set it behind a proxy that changes the scheme or host).
+    redirect_uri: str | None = None
+
+    def role_pattern(self) -> re.Pattern[str] | None:
+        return project_role_regex(self.project_role_pattern) if self.project_role_pattern else None
+
+
+def project_role_regex(pattern: str) -> re.Pattern[str]:
+    """The regex of a `{project}`/`{role}` pattern: the rest is literal, the project a DNS label,
+    the role ADMIN or MEMBER in any case."""
+    parts = re.split(r"(\{project\}|\{role\})", pattern)
+    regex = "".join(
+        r"(?P<project>[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)"
+        if part == "{project}"
+        else r"(?P<role>(?i:admin|member))"
+        if part == "{role}"
+        else re.escape(part)
+        for part in parts
+    )
+    return re.compile(f"^{regex}$")
+
+
+def _issuer(raw: str) -> str:
+    issuer = raw.strip().rstrip("/")
+    parts = urlsplit(issuer)
+    if parts.scheme not in ("https", "http") or not parts.hostname or parts.query or parts.fragment:
+        raise SettingsError(
+            f"GPUPAAS_OIDC_ISSUER={raw!r}: expected the provider's issuer URL, such as "
+            "https://sso.example.com/realms/acme (the URL before /.well-known/openid-configuration)"
+        )
+    if parts.scheme == "http" and parts.hostname not in _LOOPBACK:
+        raise SettingsError(
+            f"GPUPAAS_OIDC_ISSUER={raw!r}: must be https:// (plain http only for a provider on localhost)"
+        )
+    return issuer
+
+
+def _group_roles(raw: str) -> tuple[tuple[str, str, str], ...]:
+    pairs = []
+    for item in (i.strip() for i in raw.split(",")):
+        if not item:
+            continue
+        group, equals, target = item.rpartition("=")
+        project, colon, role = target.partition(":")
+        role = role.strip().upper()
+        if not equals or not group.strip() or not colon or role not in PROJECT_ROLES:
+            raise SettingsError(
+                f"GPUPAAS_OIDC_GROUP_ROLES: {item!r} is not group=project:ROLE "
+                "(such as ml-admins=ml:ADMIN, with ROLE one of ADMIN, MEMBER)"
+            )
+        if not _DNS_LABEL.match(project.strip()):
+            raise SettingsError(
+                f"GPUPAAS_OIDC_GROUP_ROLES: {project.strip()!r} in {item!r} is not a project name"
+            )
+        pairs.append((group.strip(), project.strip(), role))
+    return tuple(pairs)
+
+
+def _role_pattern(raw: str) -> str | None:
+    pattern = raw.strip()
+    if not pattern:
+        return None
+    if pattern.count("{project}") != 1 or pattern.count("{role}") != 1:
+        raise SettingsError(
+            f"GPUPAAS_OIDC_PROJECT_ROLE_PATTERN={raw!r}: must hold {{project}} and {{role}} once each, "
+            "such as gpupaas:{project}:{role} (a group gpupaas:ml:admin makes an ADMIN of project ml)"
+        )
+    return pattern
+
+
+def _redirect_uri(raw: str) -> str | None:
+    uri = raw.strip()
+    if not uri:
+        return None
+    parts = urlsplit(uri)
+    if parts.scheme not in ("https", "http") or not parts.hostname or parts.path != "/auth/oidc/callback":
+        raise SettingsError(
+            f"GPUPAAS_OIDC_REDIRECT_URI={raw!r}: expected this site's callback, such as "
+            "https://gpupaas.example.com/auth/oidc/callback"
+        )
+    return uri
+
+
+def _oidc(env: Mapping[str, str]) -> OidcSettings | None:
+    raw_issuer = env.get("GPUPAAS_OIDC_ISSUER", "").strip()
+    if not raw_issuer:
+        return None
+    client_id = env.get("GPUPAAS_OIDC_CLIENT_ID", "").strip()
+    if not client_id:
+        raise SettingsError(
+            "GPUPAAS_OIDC_CLIENT_ID is required with GPUPAAS_OIDC_ISSUER (the client's id at the provider)"
+        )
+    scopes = tuple(env.get("GPUPAAS_OIDC_SCOPES", "").split()) or ("openid", "profile", "email")
+    if "openid" not in scopes:
+        raise SettingsError(f"GPUPAAS_OIDC_SCOPES={' '.join(scopes)!r}: must include openid")
+    name = env.get("GPUPAAS_OIDC_NAME", "").strip() or "SSO"
+    if len(name) > 64:
+        raise SettingsError('GPUPAAS_OIDC_NAME: at most 64 characters (it reads "Sign in with <name>")')
+    return OidcSettings(
+        issuer=_issuer(raw_issuer),
+        client_id=client_id,
+        client_secret=env.get("GPUPAAS_OIDC_CLIENT_SECRET", "").strip(),
+        name=name,
+        scopes=scopes,
+        groups_claim=env.get("GPUPAAS_OIDC_GROUPS_CLAIM", "").strip() or "groups",
+        admin_group=env.get("GPUPAAS_OIDC_ADMIN_GROUP", "").strip() or None,
+        project_role_pattern=_role_pattern(env.get("GPUPAAS_OIDC_PROJECT_ROLE_PATTERN", "")),
+        group_roles=_group_roles(env.get("GPUPAAS_OIDC_GROUP_ROLES", "")),
+        redirect_uri=_redirect_uri(env.get("GPUPAAS_OIDC_REDIRECT_URI", "")),
+    )
+
+
 @dataclass(frozen=True)
 class Settings:
     database_url: str
@@ -257,6 +397,8 @@ class Settings:
     # Logs (core/logs.py): plain text or one JSON object per line, on stderr, and the level.
     log_format: str = "text"
     log_level: str = "info"
+    # OpenID Connect sign-in beside local accounts (README, "Sign-in"); None: off.
+    oidc: OidcSettings | None = None
 
     @property
     def is_sqlite(self) -> bool:
@@ -337,4 +479,5 @@ class Settings:
             log_level=_choice(
                 env, "GPUPAAS_LOG_LEVEL", "info", ("critical", "error", "warning", "info", "debug")
             ),
+            oidc=_oidc(env),
         )

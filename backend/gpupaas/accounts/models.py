@@ -13,16 +13,25 @@ from gpupaas.core.actor import Role
 class User(Model):
     id = fields.UUIDField(primary_key=True)
     username = fields.CharField(max_length=64, unique=True)
+    # Empty for a user made by an OpenID Connect sign-in: no password signs them in.
     password_hash = fields.CharField(max_length=255)
     is_platform_admin = fields.BooleanField(default=False)
     created_at = fields.DatetimeField(auto_now_add=True)
     # Set by a platform admin: the user's sessions and tokens sign nobody in while it is set.
     disabled_at = fields.DatetimeField(null=True)
+    # The OpenID Connect identity (issuer, subject) this user signs in as (accounts/oidc.py); both
+    # empty for a local account, which no identity ever takes over.
+    oidc_issuer = fields.CharField(max_length=255, null=True)
+    oidc_subject = fields.CharField(max_length=255, null=True)
+    # The project roles the provider's groups gave at the last sign-in ({project id: role}): the
+    # ones a later sign-in takes back when the group is gone. Roles set by hand are not in it.
+    oidc_roles: fields.JSONField[dict[str, str] | None] = fields.JSONField(null=True)
 
     memberships: fields.ReverseRelation[Membership]
 
     class Meta:
         table = "users"
+        unique_together = (("oidc_issuer", "oidc_subject"),)
 
 
 class Project(Model):

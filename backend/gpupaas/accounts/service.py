@@ -119,6 +119,12 @@ async def login(username: str, password: str, ttl: timedelta) -> tuple[User, str
         raise UserErrors.one(
             None, "This account is disabled: ask a platform admin to enable it.", ErrorCode.FORBIDDEN
         )
+    return user, await open_session(user, ttl)
+
+
+async def open_session(user: User, ttl: timedelta) -> str:
+    """A new browser session of a user who proved who they are (a password, an OpenID Connect
+    sign-in): its secret, for the cookie."""
     secret = secrets.token_urlsafe(32)
     moment = now()
     async with in_transaction():
@@ -131,7 +137,7 @@ async def login(username: str, password: str, ttl: timedelta) -> tuple[User, str
             user=user,
             after=audit.fields_of(session, omit=["token_hash"]),
         )
-    return user, secret
+    return secret
 
 
 # The status topic carries, besides instances' events, "this user's credentials or rights

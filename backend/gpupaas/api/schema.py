@@ -20,6 +20,7 @@ from strawberry.types import ExecutionContext
 from strawberry.types.base import get_object_definition
 
 from gpupaas.accounts.graphql import AccountsMutation, AccountsQuery
+from gpupaas.accounts.oidc_graphql import SignInQuery
 from gpupaas.api import wiring
 from gpupaas.audit.graphql import AuditedMutation, AuditQuery
 from gpupaas.catalog.graphql import CatalogMutation, CatalogQuery
@@ -47,6 +48,7 @@ Query = merge_types(
     "Query",
     (
         AccountsQuery,
+        SignInQuery,
         CatalogQuery,
         ComputeQuery,
         ClustersQuery,

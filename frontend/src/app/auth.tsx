@@ -48,6 +48,34 @@ export const LoginDocument = graphql(`
   }
 `);
 
+/** How one may sign in here: asked by the sign-in page, before anybody is signed in. */
+export const SignInOptionsDocument = graphql(`
+  query SignInOptions {
+    signInOptions {
+      oidc {
+        name
+        loginUrl
+      }
+    }
+  }
+`);
+
+/** What /auth/oidc/callback's `?oidc_error=` codes mean (api/oidc.py sends only these). */
+export const OIDC_ERRORS: Record<string, string> = {
+  cancelled: "Sign-in was cancelled at the identity provider.",
+  refused: "The identity provider refused the sign-in. Try again, or ask your administrator.",
+  expired: "The sign-in took too long or was started in another browser. Try again.",
+  state: "The sign-in could not be verified (it does not match this browser's). Try again.",
+  unavailable: "The identity provider cannot be reached right now. Try again later, or sign in with a password.",
+  invalid_token: "The identity provider's answer could not be verified. Ask your administrator.",
+  disabled: "This account is disabled: ask a platform admin to enable it.",
+};
+
+export function oidcErrorMessage(code: string | null): string | null {
+  if (!code) return null;
+  return OIDC_ERRORS[code] ?? "Single sign-on failed. Try again.";
+}
+
 export const LogoutDocument = graphql(`
   mutation Logout {
     logout

@@ -1,19 +1,29 @@
-import { Alert, Button, Center, Paper, PasswordInput, Stack, TextInput, Title } from "@mantine/core";
+import { Alert, Button, Center, Divider, Paper, PasswordInput, Stack, TextInput, Title } from "@mantine/core";
 import { useState } from "react";
 import { useNavigate, useSearchParams } from "react-router-dom";
-import { useMutation } from "urql";
+import { useMutation, useQuery } from "urql";
 
-import { LoginDocument, useAuth } from "../app/auth";
+import { LoginDocument, SignInOptionsDocument, oidcErrorMessage, useAuth } from "../app/auth";
 import { describeError } from "../components/errors";
+
+/** Where to come back to after signing in: a path of this site only. */
+export function localNext(next: string | null): string {
+  if (!next || !next.startsWith("/") || next.startsWith("//") || next.startsWith("/\\")) return "/";
+  return next;
+}
 
 export function LoginPage() {
   const [username, setUsername] = useState("");
   const [password, setPassword] = useState("");
-  const [message, setMessage] = useState<string | null>(null);
+  const [params] = useSearchParams();
+  // An error the OpenID Connect callback sent us back with, until the person tries again.
+  const [message, setMessage] = useState<string | null>(() => oidcErrorMessage(params.get("oidc_error")));
   const [{ fetching }, login] = useMutation(LoginDocument);
+  const [options] = useQuery({ query: SignInOptionsDocument });
   const { refresh } = useAuth();
   const navigate = useNavigate();
-  const [params] = useSearchParams();
+  const next = localNext(params.get("next"));
+  const oidc = options.data?.signInOptions.oidc ?? null;
 
   async function submit(event: React.FormEvent) {
     event.preventDefault();
@@ -29,27 +39,38 @@ export function LoginPage() {
       return;
     }
     refresh();
-    navigate(params.get("next") || "/", { replace: true });
+    navigate(next, { replace: true });
   }
 
   return (
     <Center mih="100vh" p="md">
       <Paper withBorder p="xl" w={380} maw="100%">
-        <form onSubmit={submit}>
-          <Stack>
-            <Title order={2}>Sign in to gpupaas</Title>
-            {message && (
-              <Alert color="red" role="alert">
-                {message}
-              </Alert>
-            )}
-            <TextInput label="Username" autoComplete="username" required value={username} onChange={(e) => setUsername(e.currentTarget.value)} />
-            <PasswordInput label="Password" autoComplete="current-password" required value={password} onChange={(e) => setPassword(e.currentTarget.value)} />
-            <Button type="submit" loading={fetching}>
-              Sign in
-            </Button>
-          </Stack>
-        </form>
+        <Stack>
+          <Title order={2}>Sign in to gpupaas</Title>
+          {message && (
+            <Alert color="red" role="alert">
+              {message}
+            </Alert>
+          )}
+          {oidc && (
+            <>
+              {/* A full page load: the server sends the browser on to the provider. */}
+              <Button component="a" href={`${oidc.loginUrl}?${new URLSearchParams({ next }).toString()}`} variant="filled">
+                Sign in with {oidc.name}
+              </Button>
+              <Divider label="or with a password" labelPosition="center" />
+            </>
+          )}
+          <form onSubmit={submit}>
+            <Stack>
+              <TextInput label="Username" autoComplete="username" required value={username} onChange={(e) => setUsername(e.currentTarget.value)} />
+              <PasswordInput label="Password" autoComplete="current-password" required value={password} onChange={(e) => setPassword(e.currentTarget.value)} />
+              <Button type="submit" loading={fetching} variant={oidc ? "default" : "filled"}>
+                Sign in
+              </Button>
+            </Stack>
+          </form>
+        </Stack>
       </Paper>
     </Center>
   );
