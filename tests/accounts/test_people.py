@@ -354,3 +354,52 @@ async def test_deleting_a_project_removes_what_it_owns(db: object, gql: GraphQLC
     assert (await FormerName.get(id=ml.id)).name == "ml"
     entry = await AuditEntry.get(action="deleteProject", outcome="SUCCESS")
     assert (entry.project_name, entry.object_name) == ("ml", "ml")
+
+
+async def test_a_project_seen_through_a_shared_profile_hides_its_members(
+    db: object, gql: GraphQLClient
+) -> None:
+    from gpupaas.accounts.sharing import SharingMode
+    from gpupaas.catalog.service import profiles
+    from tests.factories import platform_actor
+
+    await make_user("alice")
+    carol = await make_user("carol")
+    ml = await make_project("ml", alice=Role.ADMIN)
+    await make_project("other", carol=Role.MEMBER)
+    profile = await make_profile(ml, await make_version(await make_template(ml)))
+    await profiles.set_profile_sharing(
+        await platform_actor(), str(profile.id), SharingMode.ALL_PROJECTS, None
+    )
+    query = "query($id: ID!) { computeProfile(id: $id) { project { name MEMBERS } } }"
+    seen = await gql.data(query.replace("MEMBERS", ""), {"id": str(profile.id)}, token=carol.token)
+    assert seen["computeProfile"]["project"]["name"] == "ml"
+    for field in ("members { username }", "instanceCount"):
+        hidden = await gql(query.replace("MEMBERS", field), {"id": str(profile.id)}, token=carol.token)
+        assert hidden["errors"][0]["extensions"]["code"] == "NOT_FOUND", hidden
+        assert "alice" not in str(hidden)
+
+
+async def test_projects_read_members_and_counts_in_a_fixed_number_of_statements(
+    db: object, gql: GraphQLClient, count_queries: QueryCounter
+) -> None:
+    root = await make_user("root", platform_admin=True)
+    alice = await make_user("alice")
+    query = "{ projects { name instanceCount members { username role } } }"
+    await gql.data(query, token=root.token)  # the token's first use is written down
+
+    async def statements() -> int:
+        count_queries.statements.clear()
+        await gql.data(query, token=root.token)
+        return len(count_queries.statements)
+
+    few = await statements()
+    for i in range(10):
+        project = await make_project(f"p{i}", alice=Role.MEMBER)
+        await make_instance(
+            project, await make_profile(project, await make_version(await make_template(project)))
+        )
+    assert await statements() == few
+    listed = (await gql.data(query, token=alice.token))["projects"]
+    assert len(listed) == 10 and all(p["instanceCount"] == 1 for p in listed)
+    assert all(p["members"] == [{"username": "alice", "role": "MEMBER"}] for p in listed)
