@@ -223,3 +223,21 @@ def test_the_settings_come_from_the_environment() -> None:
     )
     assert (defaults.login_throttle, defaults.login_delay_after, defaults.login_lock_after) == (True, 5, 10)
     assert defaults.login_lock_minutes == 15.0
+
+
+async def test_rows_that_no_longer_count_are_deleted(
+    db: object, throttled: GraphQLClient, clock: Clock
+) -> None:
+    from gpupaas.accounts.models import SignInFailure, SignInLock
+
+    for _ in range(5):
+        await login(throttled, "nobody", "wrong password")  # locks "nobody" and the address
+    assert await SignInLock.all().count() == 2
+    clock.advance(minutes=16)
+    await login(throttled, "someone", "wrong password")
+    # the ended locks and the failures out of the window are gone: only this failure's rows stay
+    assert await SignInLock.all().count() == 0
+    assert sorted(await SignInFailure.all().values_list("key", flat=True)) == [
+        "address:203.0.113.7",
+        "user:someone",
+    ]
