@@ -156,6 +156,20 @@ async def test_deleting_a_user_keeps_their_instances_usage_and_audit_readable(
         started_at=datetime(2026, 3, 2, tzinfo=UTC),
         ended_at=datetime(2026, 3, 2, 2, tzinfo=UTC),
     )
+    running = await UsageInterval.create(
+        subject_kind="compute_instance",
+        subject_id=instance.id,
+        subject_name="nb",
+        project_id=ml.id,
+        owner_id=bob.user.id,
+        gpu_count=1,
+        gpu_vendor="NVIDIA",
+        gpu_model="H100",
+        cpu_millicores=1000,
+        memory_bytes=2**30,
+        started_at=datetime.now(UTC) - timedelta(hours=1),
+        open_subject=instance.id,
+    )
     signed = await gql.post(LOGIN, {"u": "bob", "p": PASSWORD})
     bob_session = signed.cookies["gpupaas_session"]
     gql.http.cookies.clear()
@@ -176,6 +190,11 @@ async def test_deleting_a_user_keeps_their_instances_usage_and_audit_readable(
     seen = (await gql.data(INSTANCE, {"id": str(instance.id)}, token=alice.token))["computeInstance"]
     assert seen == {"name": "nb", "owner": None}
     assert (await Schedule.get(name="night")).created_by_id is None
+    # what the instance holds from now on is charged to no owner; the hour before stays bob's
+    ended = await UsageInterval.get(id=running.id)
+    assert ended.ended_at is not None and ended.open_subject is None and ended.owner_id == bob.user.id
+    now_open = await UsageInterval.get(open_subject=instance.id)
+    assert now_open.owner_id is None and now_open.started_at == ended.ended_at
     # usage reads with the name they had, and can still be asked for by it
     usage = (await gql.data(USAGE, {}, token=root.token))["usage"]["groups"]
     assert usage == [{"group": "bob", "gpuHours": 2.0}]

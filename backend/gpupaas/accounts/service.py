@@ -47,6 +47,9 @@ _LAST_USED_GRANULARITY = timedelta(minutes=1)
 # (bound in api/wiring.py): a project that holds any is not deleted.
 InstanceCounter = Callable[[list[uuid.UUID]], Awaitable[dict[uuid.UUID, int]]]
 INSTANCE_COUNTERS: Hook[tuple[InstanceCounter, ...]] = Hook("accounts.INSTANCE_COUNTERS")
+# What a deleted user's instances hold is charged, from then on, to no owner (bound to metering's
+# meter in api/wiring.py), in the transaction of the deletion.
+OWNER_GONE: Hook[Callable[[uuid.UUID, datetime], Awaitable[None]]] = Hook("accounts.OWNER_GONE")
 
 
 def now() -> datetime:
@@ -544,6 +547,7 @@ async def delete_user(actor: Actor, username: str) -> str:
         raise UserErrors.one(("username",), "you cannot delete yourself", ErrorCode.INVALID)
     async with in_transaction():
         before = audit.fields_of(user, omit=["password_hash"])
+        await OWNER_GONE()(user.id, now())
         await user.delete()
         await FormerName.filter(id=user.id).delete()
         await FormerName.create(id=user.id, kind="user", name=user.username, deleted_at=now())
