@@ -241,3 +241,21 @@ async def test_rows_that_no_longer_count_are_deleted(
         "address:203.0.113.7",
         "user:someone",
     ]
+
+
+async def test_guessing_the_current_password_counts_as_failed_sign_ins(
+    db: object, throttled: GraphQLClient, clock: Clock
+) -> None:
+    bob = await make_user("bob")
+    change = """mutation($c: String!) { changePassword(input: {currentPassword: $c, newPassword: "a brand new one"}) {
+      userErrors { field code } } }"""
+    for _ in range(5):
+        wrong = (await throttled.data(change, {"c": "a guess"}, token=bob.token))["changePassword"]
+        assert wrong["userErrors"] == [{"field": ["input", "currentPassword"], "code": "INVALID"}]
+    # bob's username is locked now: for changing the password, right or not, and for signing in
+    right = (await throttled.data(change, {"c": PASSWORD}, token=bob.token))["changePassword"]
+    assert right["userErrors"] == [{"field": None, "code": "THROTTLED"}]
+    assert code(await login(throttled, "bob", PASSWORD)) == "THROTTLED"
+    clock.advance(minutes=16)
+    done = (await throttled.data(change, {"c": PASSWORD}, token=bob.token))["changePassword"]
+    assert done["userErrors"] == []

@@ -586,15 +586,26 @@ async def reset_password(actor: Actor, username: str, new_password: str) -> User
     return user
 
 
-async def change_password(actor: Actor, current_password: str, new_password: str) -> User:
+async def change_password(
+    actor: Actor,
+    current_password: str,
+    new_password: str,
+    *,
+    address: str | None = None,
+    rules: throttle.Rules | None = None,
+) -> User:
     """Anyone signed in changes their own password, giving the current one; their other
-    sessions end (the one they use stays, as do their API tokens)."""
+    sessions end (the one they use stays, as do their API tokens). A wrong current password
+    counts as a failed sign-in (throttle.py): a stolen session cannot guess it at leisure."""
     me = actor.require_user()
+    rules = rules or throttle.Rules()
+    await throttle.check(me.username, address, rules)
     user = await User.get(id=me.id)
     problems = Collector()
     try:
         _hasher.verify(user.password_hash, current_password[:1024])
     except (VerificationError, InvalidHashError):
+        await throttle.failed(me.username, address, rules)
         problems.add(("input", "currentPassword"), "is not your current password")
     problems.check(("input", "newPassword"), _password_problem(new_password))
     if not problems and new_password == current_password:
