@@ -26,6 +26,8 @@ class User(Model):
     # The project roles the provider's groups gave at the last sign-in ({project id: role}): the
     # ones a later sign-in takes back when the group is gone. Roles set by hand are not in it.
     oidc_roles: fields.JSONField[dict[str, str] | None] = fields.JSONField(null=True)
+    # The last successful sign-in, with a password or OpenID Connect (API tokens do not count).
+    last_sign_in_at = fields.DatetimeField(null=True)
 
     memberships: fields.ReverseRelation[Membership]
 
@@ -94,3 +96,39 @@ class Session(Model):
 
     class Meta:
         table = "sessions"
+
+
+class FormerName(Model):
+    """The name of a deleted user or project, under its old id: history that keeps ids without a
+    foreign key (usage intervals, audit entries) still reads with the name."""
+
+    id = fields.UUIDField(primary_key=True)  # the deleted user's or project's id
+    kind = fields.CharField(max_length=16)  # "user" or "project"
+    name = fields.CharField(max_length=64)
+    deleted_at = fields.DatetimeField()
+
+    class Meta:
+        table = "former_names"
+
+
+class SignInFailure(Model):
+    """One failed sign-in, counted for the username given and for the client address
+    (accounts/throttle.py); rows older than the window are deleted as new ones come."""
+
+    id = fields.UUIDField(primary_key=True)
+    key = fields.CharField(max_length=96)  # "user:bob" or "address:203.0.113.7"
+    at = fields.DatetimeField()
+
+    class Meta:
+        table = "sign_in_failures"
+        indexes = (("key", "at"),)
+
+
+class SignInLock(Model):
+    """A username or an address that may not sign in until `until` (too many failures)."""
+
+    key = fields.CharField(max_length=96, primary_key=True)
+    until = fields.DatetimeField()
+
+    class Meta:
+        table = "sign_in_locks"

@@ -11,7 +11,7 @@ from tortoise.migrations.constraints import UniqueConstraint
 
 
 class Migration(migrations.Migration):
-    dependencies = [("gpupaas", "0020_seal_sensitive_outputs")]
+    dependencies = [("gpupaas", "0021_people_and_sign_in_throttling")]
 
     initial = False
 
