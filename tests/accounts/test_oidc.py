@@ -424,8 +424,9 @@ async def test_a_sign_in_costs_the_same_statements_whatever_the_number_of_groups
 
     one = await statements("one", ["gpupaas:p0:member"])
     six = await statements("six", [f"gpupaas:{name}:admin" for name in names])
-    # the identity's user, its projects and memberships; the session (ended ones, the new one, its entry)
-    assert one == six == 6
+    # the identity's user, its projects and memberships; the session (ended ones, the new one, the
+    # user's last sign-in, its entry)
+    assert one == six == 7
 
 
 async def test_the_client_secret_and_the_tokens_are_never_logged(
