@@ -237,6 +237,17 @@ class Settings:
     # The audit log: entries older than this many days are purged (0: kept forever); the addresses
     # (or networks) of reverse proxies whose X-Forwarded-For names the client (audit/addresses.py).
     audit_retention_days: int = 365
+    # Login throttling (accounts/throttle.py): failed sign-ins are counted per username and per
+    # client address in a sliding window; from `delay_after` failures each attempt waits (from
+    # `delay_seconds`, doubling, at most `max_delay_seconds`), at `lock_after` the username or the
+    # address is refused for `lock_minutes`.
+    login_throttle: bool = True
+    login_window_minutes: float = 15.0
+    login_delay_after: int = 5
+    login_delay_seconds: float = 1.0
+    login_max_delay_seconds: float = 30.0
+    login_lock_after: int = 10
+    login_lock_minutes: float = 15.0
     trusted_proxies: tuple[str, ...] = field(default_factory=tuple)
     # /metrics (README, "Observe"): served only to `Authorization: Bearer <token>` (empty: /metrics
     # answers 404); `gpupaas serve` serves it beside /graphql, `gpupaas worker` on this port (0:
@@ -317,6 +328,13 @@ class Settings:
             auto_stop_warning_minutes=_int(env, "GPUPAAS_AUTO_STOP_WARNING_MINUTES", 15),
             scheduler_interval_seconds=_float(env, "GPUPAAS_SCHEDULER_INTERVAL_SECONDS", 30.0, minimum=0.01),
             audit_retention_days=_int(env, "GPUPAAS_AUDIT_RETENTION_DAYS", 365),
+            login_throttle=_bool(env, "GPUPAAS_LOGIN_THROTTLE", True),
+            login_window_minutes=_float(env, "GPUPAAS_LOGIN_WINDOW_MINUTES", 15.0, minimum=0.1),
+            login_delay_after=_int(env, "GPUPAAS_LOGIN_DELAY_AFTER", 5, minimum=1),
+            login_delay_seconds=_float(env, "GPUPAAS_LOGIN_DELAY_SECONDS", 1.0),
+            login_max_delay_seconds=_float(env, "GPUPAAS_LOGIN_MAX_DELAY_SECONDS", 30.0),
+            login_lock_after=_int(env, "GPUPAAS_LOGIN_LOCK_AFTER", 10, minimum=1),
+            login_lock_minutes=_float(env, "GPUPAAS_LOGIN_LOCK_MINUTES", 15.0, minimum=0.1),
             trusted_proxies=_proxies(env),
             metrics_token=_metrics_token(env),
             metrics_port=_metrics_port(env),

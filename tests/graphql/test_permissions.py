@@ -158,6 +158,21 @@ CASES: dict[str, list[Case]] = {
     "Mutation.removeProjectMember": [
         Case(lambda w: {"input": {"project": "ml", "username": w.take("leaving_members")}}, WRITE)
     ],
+    "Query.users": [Case(lambda w: {"search": "a"}, PLATFORM)],
+    "Mutation.deleteUser": [Case(lambda w: {"username": w.take("deletable_users")}, PLATFORM)],
+    "Mutation.resetPassword": [
+        Case(lambda w: {"input": {"username": "dave", "newPassword": "another long one"}}, PLATFORM)
+    ],
+    "Mutation.changePassword": [  # each caller their own, once
+        Case(
+            lambda w: {
+                "input": {"currentPassword": "correct horse battery", "newPassword": "changed long one"}
+            },
+            SELF,
+        )
+    ],
+    "Mutation.renameProject": [Case(lambda w: {"input": {"project": "ml", "displayName": "ML"}}, WRITE)],
+    "Mutation.deleteProject": [Case(lambda w: {"name": w.take("deletable_projects")}, PLATFORM)],
     # ------------------------------------------------------------ environment templates, profiles
     "Query.environmentTemplates": [Case(lambda w: {"project": "ml"}, READ)],
     "Query.environmentTemplate": [Case(lambda w: {"id": w.template}, READ)],
@@ -518,6 +533,8 @@ async def _world() -> tuple[World, dict[str, str | None]]:
         spares={
             "admin_tokens": admin_tokens,
             "leaving_members": leaving,
+            "deletable_users": [(await make_user(f"gone-{i}")).username for i in several],
+            "deletable_projects": [(await make_project(f"gone-{i}")).name for i in several],
             "templates": [str((await make_template(ml)).id) for _ in several],
             "profiles": [str((await make_profile(ml, version)).id) for _ in several],
             "saved_instances": await instances(),

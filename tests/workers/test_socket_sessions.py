@@ -142,6 +142,46 @@ async def test_disabling_a_user_closes_their_sockets_and_enabling_them_signs_the
         assert me.json()["data"]["me"] == {"username": "alice"}
 
 
+async def test_deleting_a_user_closes_their_sockets_at_once(db: object, server: str) -> None:
+    token, iid = await _watching("alice")
+    root = await make_user("root", platform_admin=True)
+    async with ws.connect(server, token=token) as session:
+        await session.subscribe(STATUS, {"id": iid})
+        assert (await session.next_data())["computeInstanceStatus"]["status"] == "NOT_DEPLOYED"
+        async with httpx.AsyncClient(base_url=server) as http:
+            answer = await http.post(
+                "/graphql",
+                json={"query": 'mutation { deleteUser(username: "alice") { deletedId } }'},
+                headers={"authorization": f"Bearer {root.token}"},
+            )
+        assert answer.json()["data"]["deleteUser"]["deletedId"] is not None
+        assert await _closed_code(session, timeout=0.9) == 4403
+
+
+async def test_a_reset_password_closes_the_users_cookie_sockets(db: object, server: str) -> None:
+    await _watching("alice")
+    root = await make_user("root", platform_admin=True)
+    async with httpx.AsyncClient(base_url=server) as http:
+        login = await http.post(
+            "/graphql",
+            json={
+                "query": 'mutation { login(username: "alice", password: "correct horse battery") { user { username } } }'
+            },
+        )
+        cookie = login.cookies["gpupaas_session"]
+        http.cookies.clear()
+        async with ws.connect(server, cookie=cookie) as session:
+            await http.post(
+                "/graphql",
+                json={
+                    "query": 'mutation { resetPassword(input: {username: "alice", newPassword: "a new secret"}) '
+                    "{ userErrors { code } } }"
+                },
+                headers={"authorization": f"Bearer {root.token}"},
+            )
+            assert await _closed_code(session, timeout=0.9) == 4403
+
+
 async def test_a_gained_role_keeps_the_socket_open(db: object, served: tuple[str, SocketSessions]) -> None:
     server, sockets = served
     _, iid = await _watching("alice")

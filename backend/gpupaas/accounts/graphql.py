@@ -1,4 +1,5 @@
-"""GraphQL for accounts: me, projects, members, API tokens, login and logout (thin: calls the service)."""
+"""GraphQL for accounts: me, users, projects, members, API tokens, passwords, login and logout
+(thin: calls the service)."""
 
 from __future__ import annotations
 
@@ -8,19 +9,51 @@ from datetime import datetime, timedelta
 import strawberry
 from strawberry.dataloader import DataLoader
 
-from gpupaas.accounts import service
-from gpupaas.accounts.models import ApiToken, Membership, Project
+from gpupaas.accounts import service, throttle
+from gpupaas.accounts.models import ApiToken, Membership, Project, User
 from gpupaas.audit import recorder as audit
+from gpupaas.audit.graphql import request_address
 from gpupaas.core.actor import Principal, Role
+from gpupaas.core.pagination import encode_name_cursor
 from gpupaas.graphql.common import DeletePayload, UserError, attempt, delete_payload
+from gpupaas.graphql.connections import Connection
 from gpupaas.graphql.context import SESSION_COOKIE, Info
-from gpupaas.graphql.loaders import by_id
+from gpupaas.graphql.loaders import by_id, grouped
+from gpupaas.settings import Settings
 
 RoleEnum = strawberry.enum(Role, name="Role")
 
 
 def projects_by_id() -> DataLoader[uuid.UUID, Project | None]:
     return by_id(Project)
+
+
+def memberships_by_user() -> DataLoader[uuid.UUID, list[Membership]]:
+    return grouped(service.memberships_of_users, lambda m: m.user_id)
+
+
+def members_by_project() -> DataLoader[uuid.UUID, list[Membership]]:
+    return grouped(service.members_of, lambda m: m.project_id)
+
+
+def instance_counts() -> DataLoader[uuid.UUID, int]:
+    async def load(keys: list[uuid.UUID]) -> list[int]:
+        counts = await service.instance_counts(list(keys))
+        return [counts.get(key, 0) for key in keys]
+
+    return DataLoader(load_fn=load)
+
+
+def throttle_rules(settings: Settings) -> throttle.Rules:
+    return throttle.Rules(
+        enabled=settings.login_throttle,
+        window_minutes=settings.login_window_minutes,
+        delay_after=settings.login_delay_after,
+        delay_seconds=settings.login_delay_seconds,
+        max_delay_seconds=settings.login_max_delay_seconds,
+        lock_after=settings.login_lock_after,
+        lock_minutes=settings.login_lock_minutes,
+    )
 
 
 async def project_of(info: Info, project_id: uuid.UUID) -> ProjectType:
@@ -30,12 +63,47 @@ async def project_of(info: Info, project_id: uuid.UUID) -> ProjectType:
     return ProjectType.of(project)
 
 
+@strawberry.type(name="ProjectMember")
+class ProjectMemberType:
+    username: str
+    role: Role
+    disabled: bool
+    added_at: datetime
+
+    @classmethod
+    def of(cls, membership: Membership) -> ProjectMemberType:
+        return cls(
+            username=membership.user.username,
+            role=membership.role,
+            disabled=membership.user.disabled_at is not None,
+            added_at=membership.created_at,
+        )
+
+
 @strawberry.type(name="Project")
 class ProjectType:
     id: strawberry.ID
     name: str
     display_name: str
     created_at: datetime
+    _model: strawberry.Private[Project]
+
+    @strawberry.field(
+        description="The project's members by username: its members read it (sharing needs the "
+        "names); others: the project is not found."
+    )
+    async def members(self, info: Info) -> list[ProjectMemberType]:
+        service.require_reader_of(info.context.actor, self._model)
+        rows = await info.context.loaders.get(members_by_project).load(self._model.id)
+        return [ProjectMemberType.of(m) for m in rows]
+
+    @strawberry.field(
+        description="How many compute and service instances the project holds (deleteProject is "
+        "refused while > 0)."
+    )
+    async def instance_count(self, info: Info) -> int:
+        service.require_reader_of(info.context.actor, self._model)
+        return await info.context.loaders.get(instance_counts).load(self._model.id)
 
     @classmethod
     def of(cls, project: Project) -> ProjectType:
@@ -44,6 +112,7 @@ class ProjectType:
             name=project.name,
             display_name=project.display_name,
             created_at=project.created_at,
+            _model=project,
         )
 
 
@@ -65,11 +134,16 @@ class UserType:
     disabled: bool = strawberry.field(
         description="A disabled user's sessions and API tokens sign nobody in (setUserDisabled)."
     )
+    created_at: datetime
+    last_sign_in_at: datetime | None = strawberry.field(
+        description="The last successful sign-in with the password (null: never)."
+    )
     _model: strawberry.Private[Principal]
 
     @strawberry.field
-    async def memberships(self) -> list[MembershipType]:
-        return [MembershipType.of(m) for m in await service.memberships_of(self._model)]
+    async def memberships(self, info: Info) -> list[MembershipType]:
+        rows = await info.context.loaders.get(memberships_by_user).load(self._model.id)
+        return [MembershipType.of(m) for m in rows]
 
     @classmethod
     def of(cls, user: Principal) -> UserType:
@@ -78,8 +152,14 @@ class UserType:
             username=user.username,
             is_platform_admin=user.is_platform_admin,
             disabled=user.disabled_at is not None,
+            created_at=getattr(user, "created_at"),  # noqa: B009
+            last_sign_in_at=getattr(user, "last_sign_in_at", None),
             _model=user,
         )
+
+
+def user_cursor(user: User) -> str:
+    return encode_name_cursor(user.username)
 
 
 @strawberry.type(name="ApiToken")
@@ -131,6 +211,24 @@ class RemoveProjectMemberInput:
 class SetUserDisabledInput:
     username: str
     disabled: bool
+
+
+@strawberry.input
+class ResetPasswordInput:
+    username: str
+    new_password: str
+
+
+@strawberry.input
+class ChangePasswordInput:
+    current_password: str
+    new_password: str
+
+
+@strawberry.input
+class RenameProjectInput:
+    project: str
+    display_name: str
 
 
 @strawberry.input
@@ -189,6 +287,16 @@ class AccountsQuery:
         return ProjectType.of(project) if project else None
 
     @strawberry.field(
+        description="Platform admins: every user, by username; `search` matches a part of the "
+        "username. Others: FORBIDDEN."
+    )
+    async def users(
+        self, info: Info, search: str | None = None, first: int | None = None, after: str | None = None
+    ) -> Connection[UserType]:
+        page = await service.list_users(info.context.actor, search, first, after)
+        return Connection[UserType].of(page, UserType.of, user_cursor)
+
+    @strawberry.field(
         description="The caller's API tokens, newest first (the secrets are never shown again)."
     )
     async def api_tokens(self, info: Info) -> list[ApiTokenType]:
@@ -204,7 +312,13 @@ class AccountsMutation:
         if scope is not None and info.context.actor.user is None:
             scope.name = username[:128]  # who tried: a failed sign-in is recorded under the name given
         found, errors = await attempt(
-            service.login(username, password, timedelta(hours=settings.session_ttl_hours))
+            service.login(
+                username,
+                password,
+                timedelta(hours=settings.session_ttl_hours),
+                address=request_address(info.context),
+                rules=throttle_rules(settings),
+            )
         )
         if found is None:
             return LoginPayload(user=None, user_errors=errors)
@@ -284,3 +398,46 @@ class AccountsMutation:
             service.set_user_disabled(info.context.actor, input.username, input.disabled)
         )
         return UserPayload(user=UserType.of(user) if user else None, user_errors=errors)
+
+    @strawberry.mutation(
+        description="Platform admins delete a user (not themselves): sessions and tokens stop at "
+        "once, open sockets close 4403; their instances stay, without an owner, for the project admins."
+    )
+    async def delete_user(self, info: Info, username: str) -> DeletePayload:
+        return await delete_payload(service.delete_user(info.context.actor, username))
+
+    @strawberry.mutation(
+        description="Platform admins set a user's password; every session of that user ends."
+    )
+    async def reset_password(self, info: Info, input: ResetPasswordInput) -> UserPayload:
+        user, errors = await attempt(
+            service.reset_password(info.context.actor, input.username, input.new_password)
+        )
+        return UserPayload(user=UserType.of(user) if user else None, user_errors=errors)
+
+    @strawberry.mutation(
+        description="Anyone signed in with a password changes their own: the current password is "
+        "required; their other sessions end."
+    )
+    async def change_password(self, info: Info, input: ChangePasswordInput) -> UserPayload:
+        user, errors = await attempt(
+            service.change_password(info.context.actor, input.current_password, input.new_password)
+        )
+        return UserPayload(user=UserType.of(user) if user else None, user_errors=errors)
+
+    @strawberry.mutation(
+        description="Platform admins and the project's ADMINs change a project's display name (the "
+        "name, used in URLs and namespaces, does not change)."
+    )
+    async def rename_project(self, info: Info, input: RenameProjectInput) -> ProjectPayload:
+        project, errors = await attempt(
+            service.rename_project(info.context.actor, input.project, input.display_name)
+        )
+        return ProjectPayload(project=ProjectType.of(project) if project else None, user_errors=errors)
+
+    @strawberry.mutation(
+        description="Platform admins delete a project: refused (userErrors, code INVALID_STATE) "
+        "while it has compute or service instances; never the system project."
+    )
+    async def delete_project(self, info: Info, name: str) -> DeletePayload:
+        return await delete_payload(service.delete_project(info.context.actor, name))

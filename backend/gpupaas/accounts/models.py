@@ -18,6 +18,8 @@ class User(Model):
     created_at = fields.DatetimeField(auto_now_add=True)
     # Set by a platform admin: the user's sessions and tokens sign nobody in while it is set.
     disabled_at = fields.DatetimeField(null=True)
+    # The last successful sign-in with the password (API tokens do not count).
+    last_sign_in_at = fields.DatetimeField(null=True)
 
     memberships: fields.ReverseRelation[Membership]
 
@@ -85,3 +87,39 @@ class Session(Model):
 
     class Meta:
         table = "sessions"
+
+
+class FormerName(Model):
+    """The name of a deleted user or project, under its old id: history that keeps ids without a
+    foreign key (usage intervals, audit entries) still reads with the name."""
+
+    id = fields.UUIDField(primary_key=True)  # the deleted user's or project's id
+    kind = fields.CharField(max_length=16)  # "user" or "project"
+    name = fields.CharField(max_length=64)
+    deleted_at = fields.DatetimeField()
+
+    class Meta:
+        table = "former_names"
+
+
+class SignInFailure(Model):
+    """One failed sign-in, counted for the username given and for the client address
+    (accounts/throttle.py); rows older than the window are deleted as new ones come."""
+
+    id = fields.UUIDField(primary_key=True)
+    key = fields.CharField(max_length=96)  # "user:bob" or "address:203.0.113.7"
+    at = fields.DatetimeField()
+
+    class Meta:
+        table = "sign_in_failures"
+        indexes = (("key", "at"),)
+
+
+class SignInLock(Model):
+    """A username or an address that may not sign in until `until` (too many failures)."""
+
+    key = fields.CharField(max_length=96, primary_key=True)
+    until = fields.DatetimeField()
+
+    class Meta:
+        table = "sign_in_locks"

@@ -10,7 +10,7 @@ import hashlib
 import re
 import secrets
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -19,12 +19,16 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from tortoise.exceptions import IntegrityError
 from tortoise.transactions import in_transaction
 
-from gpupaas.accounts.models import ApiToken, Membership, Project, Session, User
+from gpupaas.accounts import throttle
+from gpupaas.accounts.models import ApiToken, FormerName, Membership, Project, Session, User
 from gpupaas.audit import recorder as audit
 from gpupaas.core import validation
 from gpupaas.core.actor import ANONYMOUS, Actor, Credential, Principal, Role
-from gpupaas.core.errors import Collector, ErrorCode, UserErrors
+from gpupaas.core.errors import Collector, ErrorCode, NotFound, UserErrors
+from gpupaas.core.hooks import Hook
 from gpupaas.core.ids import parse_id
+from gpupaas.core.pagination import Page, paginate_by_name
+from gpupaas.core.search import matching
 from gpupaas.events import outbox
 from gpupaas.events.bus import STATUS_TOPIC
 
@@ -38,6 +42,11 @@ _hasher = PasswordHasher()
 _DUMMY_HASH = _hasher.hash("not a real password")
 # lastUsedAt is written at most this often per token, not on every request.
 _LAST_USED_GRANULARITY = timedelta(minutes=1)
+
+# How many compute and service instances each project holds, from the domains that own them
+# (bound in api/wiring.py): a project that holds any is not deleted.
+InstanceCounter = Callable[[list[uuid.UUID]], Awaitable[dict[uuid.UUID, int]]]
+INSTANCE_COUNTERS: Hook[tuple[InstanceCounter, ...]] = Hook("accounts.INSTANCE_COUNTERS")
 
 
 def now() -> datetime:
@@ -110,11 +119,23 @@ async def authenticate(username: str, password: str) -> User | None:
     return user
 
 
-async def login(username: str, password: str, ttl: timedelta) -> tuple[User, str]:
-    """Check the credentials and open a session; returns the user and the session secret."""
+async def login(
+    username: str,
+    password: str,
+    ttl: timedelta,
+    *,
+    address: str | None = None,
+    rules: throttle.Rules | None = None,
+) -> tuple[User, str]:
+    """Check the credentials and open a session; returns the user and the session secret.
+    Repeated failures for the username or from `address` are slowed, then refused (throttle.py)."""
+    rules = rules or throttle.Rules()
+    await throttle.check(username, address, rules)
     user = await authenticate(username, password)
     if user is None:
+        await throttle.failed(username, address, rules)
         raise UserErrors.one(None, "Wrong username or password.", ErrorCode.INVALID)
+    await throttle.succeeded(username)
     if user.disabled_at is not None:  # told only to whoever knows the password
         raise UserErrors.one(
             None, "This account is disabled: ask a platform admin to enable it.", ErrorCode.FORBIDDEN
@@ -124,6 +145,8 @@ async def login(username: str, password: str, ttl: timedelta) -> tuple[User, str
     async with in_transaction():
         await Session.filter(user_id=user.id, expires_at__lte=moment).delete()  # sessions that ended unused
         session = await Session.create(user=user, token_hash=hash_secret(secret), expires_at=moment + ttl)
+        user.last_sign_in_at = moment
+        await user.save(update_fields=["last_sign_in_at"])
         await audit.record(
             "Session",
             session.id,
@@ -456,3 +479,198 @@ async def remove_member(actor: Actor, project_name: str, username: str) -> str:
 
 async def memberships_of(user: Principal) -> list[Membership]:
     return await Membership.filter(user_id=user.id).select_related("project").order_by("project__name")
+
+
+# ---------------------------------------------------------------- people management
+
+
+async def _user_named(username: str, field_path: tuple[str, ...]) -> User:
+    user = await User.get_or_none(username=username) if _USERNAME.match(username) else None
+    if user is None:
+        raise UserErrors.one(field_path, f'user "{username[:64]}" not found', ErrorCode.NOT_FOUND)
+    return user
+
+
+async def list_users(actor: Actor, search: str | None, first: int | None, after: str | None) -> Page[User]:
+    """Platform admins: every user, by username; `search` matches a part of the username."""
+    actor.require_platform_admin()
+    return await paginate_by_name(matching(User.all(), search, "username"), "username", first, after)
+
+
+async def memberships_of_users(user_ids: list[uuid.UUID]) -> list[Membership]:
+    """The memberships of several users with their projects, in one statement."""
+    return await Membership.filter(user_id__in=user_ids).select_related("project").order_by("project__name")
+
+
+async def members_of(project_ids: list[uuid.UUID]) -> list[Membership]:
+    """The members of several projects with their users, by username, in one statement."""
+    return (
+        await Membership.filter(project_id__in=project_ids).select_related("user").order_by("user__username")
+    )
+
+
+def require_reader_of(actor: Actor, project: Project) -> None:
+    """A project's members and the platform admins read its members and counts; to anyone else
+    (who may see the project through something shared with them) it does not exist."""
+    actor.require_user()
+    if not (actor.is_platform_admin or actor.is_member_of(project.id)):
+        raise NotFound(f'project "{project.name}" not found')
+
+
+async def instance_counts(project_ids: list[uuid.UUID]) -> dict[uuid.UUID, int]:
+    """How many compute and service instances each project holds."""
+    counts: dict[uuid.UUID, int] = dict.fromkeys(project_ids, 0)
+    for counter in INSTANCE_COUNTERS():
+        for project_id, count in (await counter(project_ids)).items():
+            counts[project_id] = counts.get(project_id, 0) + count
+    return counts
+
+
+async def _end_sessions(user_id: uuid.UUID, keep: uuid.UUID | None = None) -> int:
+    query = Session.filter(user_id=user_id)
+    if keep is not None:
+        query = query.exclude(id=keep)
+    return await query.delete()
+
+
+async def delete_user(actor: Actor, username: str) -> str:
+    """Platform admins delete a user (not themselves). Their sessions, tokens, memberships and
+    member quotas go with them and their open websockets close at once; their instances stay,
+    without an owner (the project's admins manage them); usage and the audit log keep their id
+    and read with their name (`FormerName`)."""
+    me = actor.require_platform_admin()
+    user = await _user_named(username, ("username",))
+    if user.id == me.id:
+        raise UserErrors.one(("username",), "you cannot delete yourself", ErrorCode.INVALID)
+    async with in_transaction():
+        before = audit.fields_of(user, omit=["password_hash"])
+        await user.delete()
+        await FormerName.filter(id=user.id).delete()
+        await FormerName.create(id=user.id, kind="user", name=user.username, deleted_at=now())
+        await throttle.forget_user(user.username)
+        await credentials_changed(user.id)
+        await audit.record("User", user.id, user.username, before=before)
+    outbox.notify()
+    return str(user.id)
+
+
+async def reset_password(actor: Actor, username: str, new_password: str) -> User:
+    """Platform admins set a user's password; every session of that user ends (their API tokens
+    stay: they are not the password) and a lock on the username is lifted."""
+    actor.require_platform_admin()
+    problems = Collector()
+    problems.check(("input", "newPassword"), _password_problem(new_password))
+    user = await User.get_or_none(username=username) if _USERNAME.match(username) else None
+    if user is None:
+        problems.add(("input", "username"), f'user "{username[:64]}" not found', ErrorCode.NOT_FOUND)
+    problems.raise_if_any()
+    assert user is not None
+    async with in_transaction():
+        user.password_hash = hash_password(new_password)
+        await user.save(update_fields=["password_hash"])
+        ended = await _end_sessions(user.id)
+        await throttle.forget_user(user.username)
+        await credentials_changed(user.id)
+        await audit.record(
+            "User",
+            user.id,
+            user.username,
+            before={"password": "old"},
+            after={"password": "new", "sessionsEnded": ended},
+        )
+    outbox.notify()
+    return user
+
+
+async def change_password(actor: Actor, current_password: str, new_password: str) -> User:
+    """Anyone signed in changes their own password, giving the current one; their other
+    sessions end (the one they use stays, as do their API tokens)."""
+    me = actor.require_user()
+    user = await User.get(id=me.id)
+    problems = Collector()
+    try:
+        _hasher.verify(user.password_hash, current_password[:1024])
+    except (VerificationError, InvalidHashError):
+        problems.add(("input", "currentPassword"), "is not your current password")
+    problems.check(("input", "newPassword"), _password_problem(new_password))
+    if not problems and new_password == current_password:
+        problems.add(("input", "newPassword"), "must differ from the current password")
+    problems.raise_if_any()
+    keep = (
+        actor.credential.id if actor.credential is not None and actor.credential.kind == "SESSION" else None
+    )
+    async with in_transaction():
+        user.password_hash = hash_password(new_password)
+        await user.save(update_fields=["password_hash"])
+        ended = await _end_sessions(user.id, keep)
+        await credentials_changed(user.id)
+        await audit.record(
+            "User",
+            user.id,
+            user.username,
+            before={"password": "old"},
+            after={"password": "new", "sessionsEnded": ended},
+        )
+    outbox.notify()
+    return user
+
+
+async def rename_project(actor: Actor, name: str, display_name: str) -> Project:
+    """Platform admins and the project's ADMINs change its display name (never its name)."""
+    project = await require_project(actor, name, ("input", "project"))
+    actor.require_admin_of(project)
+    display = display_name.strip()
+    problems = Collector()
+    problems.check(("input", "displayName"), validation.display_name(display))
+    problems.raise_if_any()
+    async with in_transaction():
+        before = {"displayName": project.display_name}
+        project.display_name = display
+        await project.save(update_fields=["display_name"])
+        await audit.record(
+            "Project",
+            project.id,
+            project.name,
+            project=project,
+            before=before,
+            after={"displayName": display},
+        )
+    return project
+
+
+async def delete_project(actor: Actor, name: str) -> str:
+    """Platform admins delete a project and everything it owns (templates, profiles, members,
+    quotas, schedules, webhooks...); refused while it holds compute or service instances, and
+    never the built-in project. Its usage stays, read with its name (`FormerName`)."""
+    actor.require_platform_admin()
+    project = await project_named(name)
+    if project is None:
+        raise UserErrors.one(("name",), f'project "{name[:63]}" not found', ErrorCode.NOT_FOUND)
+    if project.is_system:
+        raise UserErrors.one(("name",), "the built-in project cannot be deleted", ErrorCode.INVALID)
+    held = (await instance_counts([project.id]))[project.id]
+    if held:
+        raise UserErrors.one(
+            ("name",),
+            f'project "{project.name}" still holds {held} instance{"s" if held != 1 else ""}: '
+            "delete its compute and service instances first",
+            ErrorCode.INVALID_STATE,
+        )
+    async with in_transaction():
+        # The project's row locked (PostgreSQL), then counted again: an instance created since
+        # the first count is seen, and one created from now on waits and then fails its foreign key.
+        await Project.filter(id=project.id).select_for_update().first()
+        members = [m.user_id for m in await Membership.filter(project_id=project.id).only("id", "user_id")]
+        if (await instance_counts([project.id]))[project.id]:
+            raise UserErrors.one(
+                ("name",), f'project "{project.name}" holds instances now: try again', ErrorCode.INVALID_STATE
+            )
+        before = audit.fields_of(project)
+        await audit.record("Project", project.id, project.name, project=project, before=before)
+        await project.delete()
+        await FormerName.filter(id=project.id).delete()
+        await FormerName.create(id=project.id, kind="project", name=project.name, deleted_at=now())
+        for user_id in members:
+            await credentials_changed(user_id)
+    outbox.notify()
+    return str(project.id)

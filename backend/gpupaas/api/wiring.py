@@ -28,5 +28,7 @@ def bind() -> None:
     compute.QUOTA_CHECK.bind(quotas.check_deploy)
     # ...and a refusal is told to the project's webhooks (QUOTA_REACHED).
     compute.QUOTA_REFUSED.bind(quotas.report_refusal)
+    # A project that holds compute or service instances is not deleted; Project.instanceCount.
+    accounts.INSTANCE_COUNTERS.bind((compute.counts_by_project, services.counts_by_project))
     # The audit log finds the project a filter or a refused request names.
     audit.PROJECT_NAMED.bind(accounts.project_named)

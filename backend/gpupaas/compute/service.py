@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from tortoise.exceptions import IntegrityError
 from tortoise.expressions import F, Q, Subquery
+from tortoise.functions import Count
 from tortoise.transactions import in_transaction
 
 from gpupaas.accounts import sharing
@@ -558,6 +559,18 @@ async def transfer(actor: Actor, instance_id: str, username: str) -> ComputeInst
         await runs.announce(COMPUTE, locked)
     outbox.notify()
     return locked
+
+
+async def counts_by_project(project_ids: list[uuid.UUID]) -> dict[uuid.UUID, int]:
+    """How many compute instances each project holds (accounts asks through its hook: a project
+    that holds any is not deleted), in one statement."""
+    rows = (
+        await ComputeInstance.filter(project_id__in=project_ids)
+        .annotate(count=Count("id"))
+        .group_by("project_id")
+        .values_list("project_id", "count")
+    )
+    return {project_id: int(count) for project_id, count in rows}
 
 
 async def instances_on(cluster: Cluster) -> str | None:

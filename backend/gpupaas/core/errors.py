@@ -21,6 +21,8 @@ class ErrorCode(str, Enum):
     FORBIDDEN = "FORBIDDEN"
     CONFLICT = "CONFLICT"
     QUOTA_EXCEEDED = "QUOTA_EXCEEDED"
+    # Too many failed sign-ins for a username or from an address: try again later.
+    THROTTLED = "THROTTLED"
 
 
 @dataclass(frozen=True)

@@ -61,3 +61,32 @@ async def paginate(query: QuerySet[M], first: int | None, after: str | None) -> 
         page_query = page_query.filter(Q(created_at__lt=created_at) | Q(created_at=created_at, id__lt=row_id))
     rows: list[Any] = await page_query.order_by("-created_at", "-id").limit(size + 1)
     return Page(rows=rows[:size], has_next=len(rows) > size, has_previous=after is not None, total=total)
+
+
+def encode_name_cursor(name: str) -> str:
+    return base64.urlsafe_b64encode(f"name|{name}".encode()).decode().rstrip("=")
+
+
+def decode_name_cursor(cursor: str) -> str:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        kind, name = base64.urlsafe_b64decode(padded.encode()).decode().split("|", 1)
+    except (ValueError, UnicodeDecodeError):
+        kind, name = "", ""
+    if kind != "name":
+        raise InvalidArgument(f"after: {cursor!r} is not a cursor this API gave out")
+    return name
+
+
+async def paginate_by_name(query: QuerySet[M], field: str, first: int | None, after: str | None) -> Page[M]:
+    """One page of `query` in the order of a unique text column (users by username): a count and
+    one select (first + 1 rows); the cursor is the last row's value of it."""
+    size = DEFAULT_PAGE if first is None else first
+    if size < 0 or size > MAX_PAGE:
+        raise InvalidArgument(f"first: must be between 0 and {MAX_PAGE}")
+    total = await query.count()
+    page_query = query
+    if after:
+        page_query = page_query.filter(**{f"{field}__gt": decode_name_cursor(after)})
+    rows: list[Any] = await page_query.order_by(field).limit(size + 1)
+    return Page(rows=rows[:size], has_next=len(rows) > size, has_previous=after is not None, total=total)

@@ -30,7 +30,7 @@ from enum import Enum
 from tortoise.expressions import Q
 from tortoise.transactions import in_transaction
 
-from gpupaas.accounts.models import Project, User
+from gpupaas.accounts.models import FormerName, Project, User
 from gpupaas.accounts.service import project_by_name
 from gpupaas.audit import recorder as audit
 from gpupaas.core.actor import Actor
@@ -234,9 +234,15 @@ async def _scope(actor: Actor, query: UsageQuery) -> Q:
                 "leave the user out to see your own."
             )
         other = await User.get_or_none(username=query.user) if len(query.user) <= 64 else None
-        if other is None:
+        # A deleted user's usage stays, under the name they had.
+        former = (
+            await FormerName.filter(kind="user", name=query.user).values_list("id", flat=True)
+            if len(query.user) <= 64
+            else []
+        )
+        if other is None and not former:
             raise NotFound(f'user "{query.user}" not found')
-        scope &= Q(owner_id=other.id)
+        scope &= Q(owner_id__in=[*([other.id] if other else []), *former])
     elif query.user is not None:
         scope &= Q(owner_id=user.id)
     return scope
@@ -245,11 +251,18 @@ async def _scope(actor: Actor, query: UsageQuery) -> Q:
 async def _labels(rows: list[UsageInterval], by: Grouping) -> dict[uuid.UUID, str]:
     if by in (Grouping.PROJECT, Grouping.INSTANCE):
         ids = {r.project_id for r in rows}
-        return {p.id: p.name for p in await Project.filter(id__in=ids).only("id", "name")} if ids else {}
-    if by == Grouping.USER:
+        found = {p.id: p.name for p in await Project.filter(id__in=ids).only("id", "name")} if ids else {}
+    elif by == Grouping.USER:
         ids = {r.owner_id for r in rows if r.owner_id}
-        return {u.id: u.username for u in await User.filter(id__in=ids).only("id", "username")} if ids else {}
-    return {}
+        found = (
+            {u.id: u.username for u in await User.filter(id__in=ids).only("id", "username")} if ids else {}
+        )
+    else:
+        return {}
+    gone = ids - set(found)
+    if gone:  # deleted users and projects keep their usage, under the name they had
+        found.update({f.id: f.name for f in await FormerName.filter(id__in=gone).only("id", "name")})
+    return found
 
 
 async def report(actor: Actor, query: UsageQuery, *, until: datetime | None = None) -> UsageReport:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tortoise.exceptions import IntegrityError
-from tortoise.functions import Sum
+from tortoise.functions import Count, Sum
 from tortoise.transactions import in_transaction
 
 from gpupaas.accounts.models import Project
@@ -114,6 +114,18 @@ def may_see_services_of(actor: Actor, instance: ComputeInstance) -> bool:
     """Only the members of a compute instance's own project see its service instances (a project
     it is shared with sees the compute instance, not what runs in it)."""
     return actor.is_member_of(instance.project_id)
+
+
+async def counts_by_project(project_ids: list[uuid.UUID]) -> dict[uuid.UUID, int]:
+    """How many service instances each project holds (accounts asks through its hook), in one
+    statement."""
+    rows = (
+        await ServiceInstance.filter(project_id__in=project_ids)
+        .annotate(count=Count("id"))
+        .group_by("project_id")
+        .values_list("project_id", "count")
+    )
+    return {project_id: int(count) for project_id, count in rows}
 
 
 async def names_in(instance_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, list[str]]:
