@@ -4,8 +4,7 @@ import type { CodegenConfig } from "@graphql-codegen/cli";
 // checked by `make test`) and the operations written with graphql() in src/. Generated into
 // src/gql/ (not committed) by every build, typecheck and test run.
 const config: CodegenConfig = {
-  // schema.pending.graphql: temporary, until the people-management API is in schema.graphql.
-  schema: ["../schema.graphql", "schema.pending.graphql"],
+  schema: "../schema.graphql",
   documents: ["src/**/*.{ts,tsx}", "!src/gql/**/*"],
   ignoreNoDocuments: true,
   generates: {
