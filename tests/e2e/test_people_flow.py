@@ -1,15 +1,17 @@
 """People management in a real browser: a platform admin adds a user and makes them a member of a
 project from its Members page; the user signs in, creates an API token (its secret shown once, and
 it works) and changes their password; the admin disables them: their token stops and their open
-page goes back to the sign-in page. The admin then deletes a project that has instances (refused,
+page goes back to the sign-in page; enabled again, the admin resets their password and deletes them. The admin then deletes a project that has instances (refused,
 the reason shown) and one without (gone)."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 from typing import Any
 
 import httpx
+from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import expect
 
 from tests.e2e.conftest import Watched, new_page, screenshot, sign_in
@@ -18,6 +20,7 @@ from tests.factories import make_instance, make_profile, make_project, make_user
 ME = "{ me { username } }"
 FIRST_PASSWORD = "dana's first password"
 NEW_PASSWORD = "dana's second password"
+RESET_PASSWORD = "set by the admin"
 
 
 async def _me_with_token(url: str, token: str) -> Any:
@@ -26,6 +29,20 @@ async def _me_with_token(url: str, token: str) -> Any:
             "/graphql", json={"query": ME}, headers={"Authorization": f"Bearer {token}"}
         )
     return response.json()
+
+
+async def _goes_to_sign_in(page: Any) -> None:
+    """The open page of a user whose session ended leaves for the sign-in page: by itself when its
+    live updates are refused (the server closed its socket, the reconnect is anonymous), else at
+    its next request (opening the Catalog). Without the studio's UNAUTHENTICATED handling it stays."""
+    catalog = page.get_by_role("navigation", name="Main").get_by_role("link", name="Catalog")
+    sign_in_button = page.get_by_role("button", name="Sign in")
+    await expect(catalog.or_(sign_in_button)).to_be_visible()
+    if await catalog.is_visible():
+        with contextlib.suppress(PlaywrightError):  # the page may leave while this clicks
+            await catalog.click(timeout=5_000)
+    await page.wait_for_url(re.compile(r".*/login\?next="))
+    await expect(sign_in_button).to_be_visible()
 
 
 async def test_people_flow(db: object, studio: str, browser: Any) -> None:
@@ -130,9 +147,23 @@ async def test_people_flow(db: object, studio: str, browser: Any) -> None:
     await expect(admin.get_by_test_id("user-dana").get_by_text("Disabled")).to_be_visible()
     answer = await _me_with_token(studio, token)
     assert answer.get("data", {}).get("me") is None, answer
-    await user.get_by_role("navigation", name="Main").get_by_role("link", name="Catalog").click()
-    await user.wait_for_url(re.compile(r".*/login\?next="))
-    await expect(user.get_by_role("button", name="Sign in")).to_be_visible()
+    await _goes_to_sign_in(user)
+
+    # enabled again, given a new password by the admin, then deleted: gone from the list, signed out
+    await admin.get_by_role("button", name="Enable dana").click()
+    await expect(admin.get_by_test_id("user-dana").get_by_text("Active")).to_be_visible()
+    await admin.get_by_role("button", name="Reset the password of dana").click()
+    dialog = admin.get_by_role("dialog", name="Reset the password of dana")
+    await dialog.get_by_label(re.compile("^New password")).fill(RESET_PASSWORD)
+    await dialog.get_by_label(re.compile("^Repeat the new password")).fill(RESET_PASSWORD)
+    await dialog.get_by_role("button", name="Reset password").click()
+    await expect(admin.get_by_role("dialog")).to_have_count(0)
+    again = await new_page(browser, watched)
+    await sign_in(again, studio, "dana", RESET_PASSWORD)
+    await admin.get_by_role("button", name="Delete dana").click()
+    await admin.get_by_role("dialog").get_by_role("button", name="Delete").click()
+    await expect(admin.get_by_test_id("user-dana")).to_have_count(0)
+    await _goes_to_sign_in(again)
 
     # Administration > Projects: ml has an instance (refused, the reason shown); scratch goes
     await nav.get_by_role("link", name="Projects").click()
