@@ -177,6 +177,7 @@ async def test_people_flow(db: object, studio: str, browser: Any) -> None:
     await expect(refusal).to_contain_text(
         'project "ml" still holds 1 instance: delete its compute and service instances first'
     )
+    await expect(admin.get_by_role("dialog")).to_have_count(0)
     await screenshot(admin, "admin-projects-refused")
     await expect(ml_row).to_be_visible()
 

@@ -11,6 +11,7 @@ import { dialogsGone, ok, refused, T0 } from "./testing";
 const PROJECTS = [
   { id: "p1", name: "ml", displayName: "ML", createdAt: T0, instanceCount: 2, members: [{ username: "alice" }, { username: "bob" }] },
   { id: "p2", name: "empty", displayName: "Empty", createdAt: T0, instanceCount: 0, members: [] },
+  { id: "p0", name: "gpupaas-system", displayName: "Built-in", createdAt: T0, instanceCount: 0, members: [] },
 ];
 
 function render(answers: Parameters<typeof fakeClient>[0] = {}) {
@@ -37,6 +38,9 @@ describe("projects (administration)", () => {
     expect(cells.slice(0, 4)).toEqual(["ml", "ML", "2", "2"]);
     expect(within(screen.getByTestId("project-empty")).getAllByRole("cell").map((c) => c.textContent).slice(2, 4)).toEqual(["0", "0"]);
     expect(within(ml).getByRole("link", { name: "Members of ml" })).toHaveAttribute("href", "/p/ml/studio/members");
+    // the built-in project is never deleted
+    expect(within(screen.getByTestId("project-gpupaas-system")).getByRole("button", { name: "Delete gpupaas-system" })).toBeDisabled();
+    expect(within(ml).getByRole("button", { name: "Delete ml" })).toBeEnabled();
   });
 
   it("adds a project, the server's refusal under the name", async () => {

@@ -13,6 +13,9 @@ import { describeError, errorsByField } from "../../components/errors";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
 import { AdminProjectsDocument, ProjectCreateDocument, ProjectDeleteDocument, ProjectRenameDocument } from "./queries";
 
+/** The built-in project (global templates): the server never deletes it. */
+const SYSTEM_PROJECT = "gpupaas-system";
+
 /** Every project (platform admins): add one, rename one, delete one (refused while it has
  * instances: the server says so and the page shows it). */
 export function ProjectsAdminPage() {
@@ -117,6 +120,7 @@ export function ProjectsAdminPage() {
                         color="red"
                         label="Delete"
                         aria-label={`Delete ${p.name}`}
+                        disabled={p.name === SYSTEM_PROJECT}
                         title={`Delete project "${p.name}"?`}
                         message={
                           p.instanceCount > 0
