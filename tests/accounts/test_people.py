@@ -156,6 +156,20 @@ async def test_deleting_a_user_keeps_their_instances_usage_and_audit_readable(
         started_at=datetime(2026, 3, 2, tzinfo=UTC),
         ended_at=datetime(2026, 3, 2, 2, tzinfo=UTC),
     )
+    running = await UsageInterval.create(
+        subject_kind="compute_instance",
+        subject_id=instance.id,
+        subject_name="nb",
+        project_id=ml.id,
+        owner_id=bob.user.id,
+        gpu_count=1,
+        gpu_vendor="NVIDIA",
+        gpu_model="H100",
+        cpu_millicores=1000,
+        memory_bytes=2**30,
+        started_at=datetime.now(UTC) - timedelta(hours=1),
+        open_subject=instance.id,
+    )
     signed = await gql.post(LOGIN, {"u": "bob", "p": PASSWORD})
     bob_session = signed.cookies["gpupaas_session"]
     gql.http.cookies.clear()
@@ -176,6 +190,11 @@ async def test_deleting_a_user_keeps_their_instances_usage_and_audit_readable(
     seen = (await gql.data(INSTANCE, {"id": str(instance.id)}, token=alice.token))["computeInstance"]
     assert seen == {"name": "nb", "owner": None}
     assert (await Schedule.get(name="night")).created_by_id is None
+    # what the instance holds from now on is charged to no owner; the hour before stays bob's
+    ended = await UsageInterval.get(id=running.id)
+    assert ended.ended_at is not None and ended.open_subject is None and ended.owner_id == bob.user.id
+    now_open = await UsageInterval.get(open_subject=instance.id)
+    assert now_open.owner_id is None and now_open.started_at == ended.ended_at
     # usage reads with the name they had, and can still be asked for by it
     usage = (await gql.data(USAGE, {}, token=root.token))["usage"]["groups"]
     assert usage == [{"group": "bob", "gpuHours": 2.0}]
@@ -354,3 +373,52 @@ async def test_deleting_a_project_removes_what_it_owns(db: object, gql: GraphQLC
     assert (await FormerName.get(id=ml.id)).name == "ml"
     entry = await AuditEntry.get(action="deleteProject", outcome="SUCCESS")
     assert (entry.project_name, entry.object_name) == ("ml", "ml")
+
+
+async def test_a_project_seen_through_a_shared_profile_hides_its_members(
+    db: object, gql: GraphQLClient
+) -> None:
+    from gpupaas.accounts.sharing import SharingMode
+    from gpupaas.catalog.service import profiles
+    from tests.factories import platform_actor
+
+    await make_user("alice")
+    carol = await make_user("carol")
+    ml = await make_project("ml", alice=Role.ADMIN)
+    await make_project("other", carol=Role.MEMBER)
+    profile = await make_profile(ml, await make_version(await make_template(ml)))
+    await profiles.set_profile_sharing(
+        await platform_actor(), str(profile.id), SharingMode.ALL_PROJECTS, None
+    )
+    query = "query($id: ID!) { computeProfile(id: $id) { project { name MEMBERS } } }"
+    seen = await gql.data(query.replace("MEMBERS", ""), {"id": str(profile.id)}, token=carol.token)
+    assert seen["computeProfile"]["project"]["name"] == "ml"
+    for field in ("members { username }", "instanceCount"):
+        hidden = await gql(query.replace("MEMBERS", field), {"id": str(profile.id)}, token=carol.token)
+        assert hidden["errors"][0]["extensions"]["code"] == "NOT_FOUND", hidden
+        assert "alice" not in str(hidden)
+
+
+async def test_projects_read_members_and_counts_in_a_fixed_number_of_statements(
+    db: object, gql: GraphQLClient, count_queries: QueryCounter
+) -> None:
+    root = await make_user("root", platform_admin=True)
+    alice = await make_user("alice")
+    query = "{ projects { name instanceCount members { username role } } }"
+    await gql.data(query, token=root.token)  # the token's first use is written down
+
+    async def statements() -> int:
+        count_queries.statements.clear()
+        await gql.data(query, token=root.token)
+        return len(count_queries.statements)
+
+    few = await statements()
+    for i in range(10):
+        project = await make_project(f"p{i}", alice=Role.MEMBER)
+        await make_instance(
+            project, await make_profile(project, await make_version(await make_template(project)))
+        )
+    assert await statements() == few
+    listed = (await gql.data(query, token=alice.token))["projects"]
+    assert len(listed) == 10 and all(p["instanceCount"] == 1 for p in listed)
+    assert all(p["members"] == [{"username": "alice", "role": "MEMBER"}] for p in listed)

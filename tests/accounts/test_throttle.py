@@ -223,3 +223,39 @@ def test_the_settings_come_from_the_environment() -> None:
     )
     assert (defaults.login_throttle, defaults.login_delay_after, defaults.login_lock_after) == (True, 5, 10)
     assert defaults.login_lock_minutes == 15.0
+
+
+async def test_rows_that_no_longer_count_are_deleted(
+    db: object, throttled: GraphQLClient, clock: Clock
+) -> None:
+    from gpupaas.accounts.models import SignInFailure, SignInLock
+
+    for _ in range(5):
+        await login(throttled, "nobody", "wrong password")  # locks "nobody" and the address
+    assert await SignInLock.all().count() == 2
+    clock.advance(minutes=16)
+    await login(throttled, "someone", "wrong password")
+    # the ended locks and the failures out of the window are gone: only this failure's rows stay
+    assert await SignInLock.all().count() == 0
+    assert sorted(failure.key for failure in await SignInFailure.all()) == [
+        "address:203.0.113.7",
+        "user:someone",
+    ]
+
+
+async def test_guessing_the_current_password_counts_as_failed_sign_ins(
+    db: object, throttled: GraphQLClient, clock: Clock
+) -> None:
+    bob = await make_user("bob")
+    change = """mutation($c: String!) { changePassword(input: {currentPassword: $c, newPassword: "a brand new one"}) {
+      userErrors { field code } } }"""
+    for _ in range(5):
+        wrong = (await throttled.data(change, {"c": "a guess"}, token=bob.token))["changePassword"]
+        assert wrong["userErrors"] == [{"field": ["input", "currentPassword"], "code": "INVALID"}]
+    # bob's username is locked now: for changing the password, right or not, and for signing in
+    right = (await throttled.data(change, {"c": PASSWORD}, token=bob.token))["changePassword"]
+    assert right["userErrors"] == [{"field": None, "code": "THROTTLED"}]
+    assert code(await login(throttled, "bob", PASSWORD)) == "THROTTLED"
+    clock.advance(minutes=16)
+    done = (await throttled.data(change, {"c": PASSWORD}, token=bob.token))["changePassword"]
+    assert done["userErrors"] == []

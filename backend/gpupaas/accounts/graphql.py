@@ -421,7 +421,13 @@ class AccountsMutation:
     )
     async def change_password(self, info: Info, input: ChangePasswordInput) -> UserPayload:
         user, errors = await attempt(
-            service.change_password(info.context.actor, input.current_password, input.new_password)
+            service.change_password(
+                info.context.actor,
+                input.current_password,
+                input.new_password,
+                address=request_address(info.context),
+                rules=throttle_rules(info.context.settings),
+            )
         )
         return UserPayload(user=UserType.of(user) if user else None, user_errors=errors)
 

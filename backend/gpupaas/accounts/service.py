@@ -47,6 +47,9 @@ _LAST_USED_GRANULARITY = timedelta(minutes=1)
 # (bound in api/wiring.py): a project that holds any is not deleted.
 InstanceCounter = Callable[[list[uuid.UUID]], Awaitable[dict[uuid.UUID, int]]]
 INSTANCE_COUNTERS: Hook[tuple[InstanceCounter, ...]] = Hook("accounts.INSTANCE_COUNTERS")
+# What a deleted user's instances hold is charged, from then on, to no owner (bound to metering's
+# meter in api/wiring.py), in the transaction of the deletion.
+OWNER_GONE: Hook[Callable[[uuid.UUID, datetime], Awaitable[None]]] = Hook("accounts.OWNER_GONE")
 
 
 def now() -> datetime:
@@ -544,6 +547,7 @@ async def delete_user(actor: Actor, username: str) -> str:
         raise UserErrors.one(("username",), "you cannot delete yourself", ErrorCode.INVALID)
     async with in_transaction():
         before = audit.fields_of(user, omit=["password_hash"])
+        await OWNER_GONE()(user.id, now())
         await user.delete()
         await FormerName.filter(id=user.id).delete()
         await FormerName.create(id=user.id, kind="user", name=user.username, deleted_at=now())
@@ -582,15 +586,26 @@ async def reset_password(actor: Actor, username: str, new_password: str) -> User
     return user
 
 
-async def change_password(actor: Actor, current_password: str, new_password: str) -> User:
+async def change_password(
+    actor: Actor,
+    current_password: str,
+    new_password: str,
+    *,
+    address: str | None = None,
+    rules: throttle.Rules | None = None,
+) -> User:
     """Anyone signed in changes their own password, giving the current one; their other
-    sessions end (the one they use stays, as do their API tokens)."""
+    sessions end (the one they use stays, as do their API tokens). A wrong current password
+    counts as a failed sign-in (throttle.py): a stolen session cannot guess it at leisure."""
     me = actor.require_user()
+    rules = rules or throttle.Rules()
+    await throttle.check(me.username, address, rules)
     user = await User.get(id=me.id)
     problems = Collector()
     try:
         _hasher.verify(user.password_hash, current_password[:1024])
     except (VerificationError, InvalidHashError):
+        await throttle.failed(me.username, address, rules)
         problems.add(("input", "currentPassword"), "is not your current password")
     problems.check(("input", "newPassword"), _password_problem(new_password))
     if not problems and new_password == current_password:

@@ -7,7 +7,8 @@ key is locked for `lock_minutes` and its failures are forgotten (the lock replac
 username or an address is locked every attempt is refused before the password is looked at, so
 a right password during the lock is refused like a wrong one and reveals nothing. A success
 forgets the username's failures (not the address's: one's own account must not reset an
-attacker's count). The state is in the database, so every API replica sees the same counts.
+attacker's count). The state is in the database, so every API replica sees the same counts; each
+failure deletes the rows that no longer count, so the tables stay small.
 
 Usernames that do not exist are counted too: otherwise the lock would tell which names exist.
 """
@@ -107,8 +108,11 @@ async def failed(username: str, address: str | None, rules: Rules) -> None:
     moment = now()
     since = moment - timedelta(minutes=rules.window_minutes)
     async with in_transaction():
+        # Whatever fell out of the window, and ended locks, of every key: the tables hold only what
+        # still counts (no purge job needed; only failures pay for it).
+        await SignInFailure.filter(at__lte=since).delete()
+        await SignInLock.filter(until__lte=moment).delete()
         for key in _keys(username, address):
-            await SignInFailure.filter(key=key, at__lte=since).delete()  # out of the window
             await SignInFailure.create(key=key, at=moment)
             if await SignInFailure.filter(key=key).count() >= rules.lock_after:
                 until = moment + timedelta(minutes=rules.lock_minutes)

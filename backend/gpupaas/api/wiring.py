@@ -9,6 +9,7 @@ from gpupaas.catalog.service import profiles as catalog
 from gpupaas.clusters import service as clusters
 from gpupaas.compute import graphql as compute_graphql
 from gpupaas.compute import service as compute
+from gpupaas.metering import meter
 from gpupaas.quotas import service as quotas
 from gpupaas.service_instances import graphql as services_graphql
 from gpupaas.service_instances import service as services
@@ -30,5 +31,7 @@ def bind() -> None:
     compute.QUOTA_REFUSED.bind(quotas.report_refusal)
     # A project that holds compute or service instances is not deleted; Project.instanceCount.
     accounts.INSTANCE_COUNTERS.bind((compute.counts_by_project, services.counts_by_project))
+    # A deleted user's instances are charged to no owner from then on.
+    accounts.OWNER_GONE.bind(meter.release_owner)
     # The audit log finds the project a filter or a refused request names.
     audit.PROJECT_NAMED.bind(accounts.project_named)

@@ -132,3 +132,13 @@ async def recharge(subject_id: uuid.UUID, owner_id: uuid.UUID | None, at: dateti
         ),
         end,
     )
+
+
+async def release_owner(owner_id: uuid.UUID, at: datetime) -> None:
+    """The owner is gone (a deleted user): what their instances hold from `at` on is charged to no
+    owner, as the instances now have none (accounts asks through its hook)."""
+    held = await UsageInterval.filter(owner_id=owner_id, open_subject__isnull=False).values_list(
+        "subject_id", flat=True
+    )
+    for subject_id in held:
+        await recharge(uuid.UUID(str(subject_id)), None, at)
