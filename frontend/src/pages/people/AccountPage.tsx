@@ -85,7 +85,7 @@ function ChangePassword() {
           <FormErrors title="The password was not changed" errors={errors} placed={["currentPassword", "newPassword", "repeat"]} />
           {done && (
             <Alert color="green" icon={<IconCheck size={18} />} title="Password changed" role="status">
-              Sign in with the new password from now on.
+              Sign in with the new password from now on; your other sessions (other browsers) were signed out. API tokens keep working.
             </Alert>
           )}
           <Group>

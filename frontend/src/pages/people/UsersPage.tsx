@@ -322,7 +322,7 @@ function ResetPasswordModal({ username, onClose }: { username: string | null; on
       setErrors(errorsByField(payload.userErrors));
       return;
     }
-    notifications.show({ color: "green", title: "Password reset", message: `Give ${username} the new password over a safe channel.` });
+    notifications.show({ color: "green", title: "Password reset", message: `Their sessions were signed out; give ${username} the new password over a safe channel.` });
     close();
   };
 
