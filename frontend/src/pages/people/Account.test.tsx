@@ -50,6 +50,7 @@ describe("account", () => {
     fireEvent.change(repeat, { target: { value: "a brand new 1" } });
     fireEvent.click(submit);
     await waitFor(() => expect(repeat).toHaveAccessibleDescription("The two new passwords differ."));
+    expect(repeat).toHaveAttribute("aria-invalid", "true");
     expect(calls.some((c) => c.name === "PasswordChange")).toBe(false);
 
     fireEvent.change(repeat, { target: { value: "a brand new one" } });

@@ -79,9 +79,9 @@ function ChangePassword() {
           <Title order={3} id="change-password">
             Change password
           </Title>
-          <PasswordInput label="Current password" required autoComplete="current-password" value={current} onChange={(e) => setCurrent(e.currentTarget.value)} error={errors.currentPassword} />
-          <PasswordInput label="New password" required autoComplete="new-password" value={password} onChange={(e) => setPassword(e.currentTarget.value)} error={errors.newPassword} />
-          <PasswordInput label="Repeat the new password" required autoComplete="new-password" value={repeat} onChange={(e) => setRepeat(e.currentTarget.value)} error={errors.repeat} />
+          <PasswordInput label="Current password" required autoComplete="current-password" value={current} onChange={(e) => setCurrent(e.currentTarget.value)} error={errors.currentPassword} aria-invalid={Boolean(errors.currentPassword) || undefined} />
+          <PasswordInput label="New password" required autoComplete="new-password" value={password} onChange={(e) => setPassword(e.currentTarget.value)} error={errors.newPassword} aria-invalid={Boolean(errors.newPassword) || undefined} />
+          <PasswordInput label="Repeat the new password" required autoComplete="new-password" value={repeat} onChange={(e) => setRepeat(e.currentTarget.value)} error={errors.repeat} aria-invalid={Boolean(errors.repeat) || undefined} />
           <FormErrors title="The password was not changed" errors={errors} placed={["currentPassword", "newPassword", "repeat"]} />
           {done && (
             <Alert color="green" icon={<IconCheck size={18} />} title="Password changed" role="status">

@@ -270,7 +270,7 @@ function CreateUserModal({ opened, onClose, onCreated }: { opened: boolean; onCl
             autoComplete="new-password"
             value={password}
             onChange={(e) => setPassword(e.currentTarget.value)}
-            error={errors.password}
+            error={errors.password} aria-invalid={Boolean(errors.password) || undefined}
           />
           <Checkbox
             label="Platform admin"
@@ -335,8 +335,8 @@ function ResetPasswordModal({ username, onClose }: { username: string | null; on
         }}
       >
         <Stack>
-          <PasswordInput label="New password" required autoComplete="new-password" value={password} onChange={(e) => setPassword(e.currentTarget.value)} error={errors.newPassword} />
-          <PasswordInput label="Repeat the new password" required autoComplete="new-password" value={repeat} onChange={(e) => setRepeat(e.currentTarget.value)} error={errors.repeat} />
+          <PasswordInput label="New password" required autoComplete="new-password" value={password} onChange={(e) => setPassword(e.currentTarget.value)} error={errors.newPassword} aria-invalid={Boolean(errors.newPassword) || undefined} />
+          <PasswordInput label="Repeat the new password" required autoComplete="new-password" value={repeat} onChange={(e) => setRepeat(e.currentTarget.value)} error={errors.repeat} aria-invalid={Boolean(errors.repeat) || undefined} />
           <FormErrors title="The password was not reset" errors={errors} placed={["newPassword", "repeat"]} />
           <Group justify="flex-end">
             <Button variant="default" onClick={close}>
