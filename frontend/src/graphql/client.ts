@@ -57,10 +57,21 @@ export function signedOut(error: CombinedError): boolean {
   return error.graphQLErrors.some((e) => (e.extensions as { code?: unknown } | undefined)?.code === "UNAUTHENTICATED");
 }
 
-/** Back to the sign-in page, coming back here afterwards; a full load drops every cached answer. */
+let leaving = false;
+
+/** Leaves the page for `url` with a full load (which drops every cached answer and the signed-in
+ * websocket); once leaving, later calls do nothing, so a refusal that arrives while signing out
+ * does not send the page elsewhere. */
+export function leaveFor(url: string, location: Pick<Location, "assign"> = window.location): void {
+  if (leaving) return;
+  leaving = true;
+  location.assign(url);
+}
+
+/** Back to the sign-in page, coming back here afterwards. */
 export function toSignIn(location: Pick<Location, "pathname" | "search" | "assign"> = window.location): void {
   if (location.pathname === "/login") return;
-  location.assign(`/login?next=${encodeURIComponent(location.pathname + location.search)}`);
+  leaveFor(`/login?next=${encodeURIComponent(location.pathname + location.search)}`, location);
 }
 
 /** The GraphQL client: queries and mutations over HTTP (same origin, the session cookie), live
