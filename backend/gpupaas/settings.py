@@ -248,6 +248,9 @@ class Settings:
     login_max_delay_seconds: float = 30.0
     login_lock_after: int = 10
     login_lock_minutes: float = 15.0
+    # An address's thresholds, higher: a NAT or an unnamed reverse proxy puts many people behind one.
+    login_address_delay_after: int = 20
+    login_address_lock_after: int = 50
     trusted_proxies: tuple[str, ...] = field(default_factory=tuple)
     # /metrics (README, "Observe"): served only to `Authorization: Bearer <token>` (empty: /metrics
     # answers 404); `gpupaas serve` serves it beside /graphql, `gpupaas worker` on this port (0:
@@ -335,6 +338,8 @@ class Settings:
             login_max_delay_seconds=_float(env, "GPUPAAS_LOGIN_MAX_DELAY_SECONDS", 30.0),
             login_lock_after=_int(env, "GPUPAAS_LOGIN_LOCK_AFTER", 10, minimum=1),
             login_lock_minutes=_float(env, "GPUPAAS_LOGIN_LOCK_MINUTES", 15.0, minimum=0.1),
+            login_address_delay_after=_int(env, "GPUPAAS_LOGIN_ADDRESS_DELAY_AFTER", 20, minimum=1),
+            login_address_lock_after=_int(env, "GPUPAAS_LOGIN_ADDRESS_LOCK_AFTER", 50, minimum=1),
             trusted_proxies=_proxies(env),
             metrics_token=_metrics_token(env),
             metrics_port=_metrics_port(env),

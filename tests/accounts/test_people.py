@@ -373,6 +373,14 @@ async def test_deleting_a_project_removes_what_it_owns(db: object, gql: GraphQLC
     assert (await FormerName.get(id=ml.id)).name == "ml"
     entry = await AuditEntry.get(action="deleteProject", outcome="SUCCESS")
     assert (entry.project_name, entry.object_name) == ("ml", "ml")
+    # platform admins still read the deleted project's log by its name; its old admin no longer
+    history = """query { auditLog(filter: {project: "ml"}, first: 100) { edges { node { action } } } }"""
+    actions = {e["node"]["action"] for e in (await gql.data(history, token=root.token))["auditLog"]["edges"]}
+    assert {"deleteProject", "Webhook"} <= actions  # the factory wrote the webhook outside a request
+    gone = await gql(history, token=alice.token)
+    assert gone["errors"][0]["extensions"]["code"] == "NOT_FOUND"
+    never = await gql(history.replace('"ml"', '"never-was"'), token=root.token)
+    assert never["errors"][0]["extensions"]["code"] == "NOT_FOUND"
 
 
 async def test_a_project_seen_through_a_shared_profile_hides_its_members(

@@ -50,6 +50,8 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
 RULES: dict[str, Any] = {
     "login_delay_after": 3,
     "login_lock_after": 5,
+    "login_address_delay_after": 3,
+    "login_address_lock_after": 5,
     "login_lock_minutes": 15.0,
     "login_window_minutes": 15.0,
     "login_delay_seconds": 1.0,
@@ -210,6 +212,7 @@ def test_the_settings_come_from_the_environment() -> None:
         "GPUPAAS_LOGIN_LOCK_MINUTES": "60",
         "GPUPAAS_LOGIN_DELAY_AFTER": "3",
         "GPUPAAS_LOGIN_WINDOW_MINUTES": "30",
+        "GPUPAAS_LOGIN_ADDRESS_LOCK_AFTER": "100",
     }
     settings = Settings.from_env(env)
     assert (settings.login_throttle, settings.login_lock_after, settings.login_lock_minutes) == (
@@ -218,11 +221,13 @@ def test_the_settings_come_from_the_environment() -> None:
         60.0,
     )
     assert (settings.login_delay_after, settings.login_window_minutes) == (3, 30.0)
+    assert settings.login_address_lock_after == 100
     defaults = Settings.from_env(
         {"GPUPAAS_DATABASE_URL": "sqlite:///tmp/x.db", "GPUPAAS_SECRET_KEY": "k" * 32}
     )
     assert (defaults.login_throttle, defaults.login_delay_after, defaults.login_lock_after) == (True, 5, 10)
     assert defaults.login_lock_minutes == 15.0
+    assert (defaults.login_address_delay_after, defaults.login_address_lock_after) == (20, 50)
 
 
 async def test_rows_that_no_longer_count_are_deleted(
@@ -259,3 +264,21 @@ async def test_guessing_the_current_password_counts_as_failed_sign_ins(
     clock.advance(minutes=16)
     done = (await throttled.data(change, {"c": PASSWORD}, token=bob.token))["changePassword"]
     assert done["userErrors"] == []
+
+
+async def test_an_address_has_thresholds_of_its_own(db: object, settings: Settings, clock: Clock) -> None:
+    """Many people may share an address: with its thresholds higher, guesses spread over usernames
+    are neither slowed nor locked before the address's own counts are reached."""
+    for name in ("alice", "bob"):
+        await make_user(name)
+    async for client in _client(ruled(settings, login_address_delay_after=8, login_address_lock_after=10)):
+        for name in ("alice", "bob", "carol", "dave") * 2:  # 8 failures, 2 per username
+            assert code(await login(client, name, "wrong password")) == "INVALID"
+        assert clock.slept == []  # no username reached 3, the address not 8 before an attempt
+        assert (await login(client, "alice", PASSWORD))["user"] == {"username": "alice"}
+        assert clock.slept == [1.0]  # 8 failures from the address before it: it waited
+        for name in ("erin", "frank"):  # the 9th and 10th failures from the address
+            assert code(await login(client, name, "wrong password")) == "INVALID"
+        assert clock.slept == [1.0, 1.0, 2.0]
+        result = await login(client, "bob", PASSWORD)
+        assert code(result) == "THROTTLED" and "from your address" in result["userErrors"][0]["message"]

@@ -53,6 +53,8 @@ def throttle_rules(settings: Settings) -> throttle.Rules:
         max_delay_seconds=settings.login_max_delay_seconds,
         lock_after=settings.login_lock_after,
         lock_minutes=settings.login_lock_minutes,
+        address_delay_after=settings.login_address_delay_after,
+        address_lock_after=settings.login_address_lock_after,
     )
 
 

@@ -23,7 +23,7 @@ from gpupaas.accounts import throttle
 from gpupaas.accounts.models import ApiToken, FormerName, Membership, Project, Session, User
 from gpupaas.audit import recorder as audit
 from gpupaas.core import validation
-from gpupaas.core.actor import ANONYMOUS, Actor, Credential, Principal, Role
+from gpupaas.core.actor import ANONYMOUS, Actor, Credential, Role
 from gpupaas.core.errors import Collector, ErrorCode, NotFound, UserErrors
 from gpupaas.core.hooks import Hook
 from gpupaas.core.ids import parse_id
@@ -478,10 +478,6 @@ async def remove_member(actor: Actor, project_name: str, username: str) -> str:
         await credentials_changed(user.id)
     outbox.notify()
     return str(membership.id)
-
-
-async def memberships_of(user: Principal) -> list[Membership]:
-    return await Membership.filter(user_id=user.id).select_related("project").order_by("project__name")
 
 
 # ---------------------------------------------------------------- people management

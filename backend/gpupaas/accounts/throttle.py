@@ -51,6 +51,16 @@ class Rules:
     max_delay_seconds: float = 30.0
     lock_after: int = 10
     lock_minutes: float = 15.0
+    # An address has higher thresholds: people behind one NAT share it, and so does everybody
+    # behind a reverse proxy that GPUPAAS_TRUSTED_PROXIES does not name.
+    address_delay_after: int = 20
+    address_lock_after: int = 50
+
+    def thresholds(self, key: str) -> tuple[int, int]:
+        """(delay after, lock after) of a key."""
+        if key.startswith("address:"):
+            return self.address_delay_after, self.address_lock_after
+        return self.delay_after, self.lock_after
 
 
 def user_key(username: str) -> str:
@@ -93,16 +103,17 @@ async def check(username: str, address: str | None, rules: Rules) -> None:
             ErrorCode.THROTTLED,
         )
     since = moment - timedelta(minutes=rules.window_minutes)
-    counts = [await SignInFailure.filter(key=key, at__gt=since).count() for key in keys]
-    failures = max(counts)
-    if failures >= rules.delay_after:
-        delay = rules.delay_seconds * 2 ** (failures - rules.delay_after)
+    beyond = [
+        await SignInFailure.filter(key=key, at__gt=since).count() - rules.thresholds(key)[0] for key in keys
+    ]
+    if max(beyond) >= 0:
+        delay = rules.delay_seconds * 2 ** max(beyond)
         await sleep(min(delay, rules.max_delay_seconds))
 
 
 async def failed(username: str, address: str | None, rules: Rules) -> None:
-    """Counts a failed sign-in for the username and the address; locks a key that reached
-    `lock_after` failures in the window."""
+    """Counts a failed sign-in for the username and the address; locks a key that reached its
+    lock threshold in the window."""
     if not rules.enabled:
         return
     moment = now()
@@ -114,7 +125,7 @@ async def failed(username: str, address: str | None, rules: Rules) -> None:
         await SignInLock.filter(until__lte=moment).delete()
         for key in _keys(username, address):
             await SignInFailure.create(key=key, at=moment)
-            if await SignInFailure.filter(key=key).count() >= rules.lock_after:
+            if await SignInFailure.filter(key=key).count() >= rules.thresholds(key)[1]:
                 until = moment + timedelta(minutes=rules.lock_minutes)
                 await SignInFailure.filter(key=key).delete()
                 updated = await SignInLock.filter(key=key).update(until=until)

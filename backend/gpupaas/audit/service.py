@@ -49,13 +49,18 @@ async def entries(actor: Actor, where: AuditFilter, first: int | None, after: st
     query = AuditEntry.all()
     if where.project is not None:
         project = await PROJECT_NAMED()(where.project) if len(where.project) <= 63 else None
-        if project is None or not actor.can_see(project):
-            raise NotFound(f'project "{where.project[:63]}" not found')
-        if not actor.is_admin_of(project.id):
-            raise Forbidden(
-                f'Only admins of project "{project.name}" and platform admins may read its audit log.'
-            )
-        query = query.filter(project_id=project.id)
+        named = where.project[:63]
+        if project is None and actor.is_platform_admin and await AuditEntry.exists(project_name=named):
+            # A deleted project's entries stay, under the name they were written with.
+            query = query.filter(project_name=named)
+        else:
+            if project is None or not actor.can_see(project):
+                raise NotFound(f'project "{named}" not found')
+            if not actor.is_admin_of(project.id):
+                raise Forbidden(
+                    f'Only admins of project "{project.name}" and platform admins may read its audit log.'
+                )
+            query = query.filter(project_id=project.id)
     elif not actor.is_platform_admin:
         administered = [pid for pid, role in actor.roles.items() if role == Role.ADMIN]
         if not administered:
