@@ -14,6 +14,7 @@ import { routes as templateRoutes } from "../pages/templates/routes";
 import { routes as usageRoutes } from "../pages/usage/routes";
 import { routes as webhookRoutes } from "../pages/webhooks/routes";
 import { routes as auditRoutes } from "../pages/audit/routes";
+import { routes as peopleRoutes } from "../pages/people/routes";
 import { AuthProvider, useAuth } from "./auth";
 import { Layout } from "./Layout";
 import { lastProject } from "./project";
@@ -49,6 +50,7 @@ export const appRoutes: RouteObject[] = [
       ...webhookRoutes,
       ...scheduleRoutes,
       ...auditRoutes,
+      ...peopleRoutes,
     ],
   },
   { path: "*", element: <Navigate to="/" replace /> },

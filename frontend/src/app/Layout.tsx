@@ -14,6 +14,9 @@ import {
   IconServer,
   IconHistory,
   IconTemplate,
+  IconUser,
+  IconUsers,
+  IconUsersGroup,
   IconWebhook,
 } from "@tabler/icons-react";
 import { useEffect, type ReactNode } from "react";
@@ -90,6 +93,9 @@ export function Layout() {
             </Menu.Target>
             <Menu.Dropdown>
               <Menu.Label>{me.isPlatformAdmin ? "Platform admin" : isAdmin ? "Project admin" : "Member"}</Menu.Label>
+              <Menu.Item component={Link} to={`${base}/account`} leftSection={<IconUser size={14} />}>
+                Account
+              </Menu.Item>
               <Menu.Item leftSection={<IconLogout size={14} />} onClick={() => void logout()}>
                 Sign out
               </Menu.Item>
@@ -112,9 +118,17 @@ export function Layout() {
                 <Item to={`${base}/studio/profiles`} label="Compute Profiles" icon={<IconBox size={16} />} />
                 <Item to={`${base}/studio/templates`} label="Environment Templates" icon={<IconFileCode size={16} />} />
                 <Item to={`${base}/studio/instance-templates`} label="Instance Templates" icon={<IconTemplate size={16} />} />
+                <Item to={`${base}/studio/members`} label="Members" icon={<IconUsers size={16} />} />
                 <Item to={`${base}/studio/webhooks`} label="Webhooks" icon={<IconWebhook size={16} />} />
                 {me.isPlatformAdmin && <Item to={`${base}/studio/clusters`} label="Clusters" icon={<IconServer size={16} />} />}
                 <Item to={`${base}/studio/audit`} label="Audit log" icon={<IconHistory size={16} />} />
+              </>
+            )}
+            {me.isPlatformAdmin && (
+              <>
+                <Divider my="sm" label="Administration" labelPosition="left" />
+                <Item to={`${base}/admin/users`} label="Users" icon={<IconUser size={16} />} />
+                <Item to={`${base}/admin/projects`} label="Projects" icon={<IconUsersGroup size={16} />} />
               </>
             )}
           </nav>

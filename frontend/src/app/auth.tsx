@@ -2,6 +2,7 @@ import { createContext, useContext, type ReactNode } from "react";
 import { useMutation, useQuery } from "urql";
 
 import { graphql } from "../gql";
+import { leaveFor } from "../graphql/client";
 import type { MeQuery, ProjectsQuery } from "../gql/graphql";
 
 export const MeDocument = graphql(`
@@ -114,7 +115,7 @@ export function AuthProvider({ children }: { children: ReactNode }) {
     logout: async () => {
       await logoutMutation({});
       // A full reload drops every cached answer and the signed-in websocket.
-      window.location.assign("/login");
+      leaveFor("/login");
     },
   };
   return <AuthContext.Provider value={value}>{children}</AuthContext.Provider>;

@@ -1,4 +1,4 @@
-import { Client, cacheExchange, fetchExchange, subscriptionExchange } from "urql";
+import { Client, cacheExchange, fetchExchange, mapExchange, subscriptionExchange, type CombinedError } from "urql";
 import { createClient as createWsClient, type Client as WsClient } from "graphql-ws";
 
 /** Whether the live-status websocket is up; the banner shows while it is lost. */
@@ -51,6 +51,29 @@ export function createWebsocket(url: string = websocketUrl()): WsClient {
   });
 }
 
+/** Whether the server no longer knows the caller: their session ended (signed out elsewhere,
+ * disabled or deleted by a platform admin, the password reset). */
+export function signedOut(error: CombinedError): boolean {
+  return error.graphQLErrors.some((e) => (e.extensions as { code?: unknown } | undefined)?.code === "UNAUTHENTICATED");
+}
+
+let leaving = false;
+
+/** Leaves the page for `url` with a full load (which drops every cached answer and the signed-in
+ * websocket); once leaving, later calls do nothing, so a refusal that arrives while signing out
+ * does not send the page elsewhere. */
+export function leaveFor(url: string, location: Pick<Location, "assign"> = window.location): void {
+  if (leaving) return;
+  leaving = true;
+  location.assign(url);
+}
+
+/** Back to the sign-in page, coming back here afterwards. */
+export function toSignIn(location: Pick<Location, "pathname" | "search" | "assign"> = window.location): void {
+  if (location.pathname === "/login") return;
+  leaveFor(`/login?next=${encodeURIComponent(location.pathname + location.search)}`, location);
+}
+
 /** The GraphQL client: queries and mutations over HTTP (same origin, the session cookie), live
  * status over graphql-transport-ws. Documents are cached and refetched with cache-and-network where
  * pages ask for it; mutations invalidate the cached results of the types they return. */
@@ -59,6 +82,13 @@ export function createGraphqlClient(ws: WsClient = createWebsocket()): Client {
     url: "/graphql",
     fetchOptions: { credentials: "same-origin", headers: { "content-type": "application/json" } },
     exchanges: [
+      // A request refused as UNAUTHENTICATED while the page thinks it is signed in: the session
+      // stopped working, so the page signs out instead of showing errors everywhere.
+      mapExchange({
+        onError(error) {
+          if (signedOut(error)) toSignIn();
+        },
+      }),
       cacheExchange,
       fetchExchange,
       subscriptionExchange({
