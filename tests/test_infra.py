@@ -10,11 +10,13 @@ import yaml
 
 INFRA = Path(__file__).resolve().parent.parent / "infra"
 # Plain manifests; infra/kubernetes (Kustomize: bases, overlays and patches) is rendered and then
-# validated by tests/test_install.py, and a kustomization.yaml is not an object for the API server.
+# validated by tests/test_install.py, and a kustomization.yaml is not an object for the API server;
+# infra/observability holds Prometheus's rule files, checked by tests/test_observability_infra.py.
+NOT_OBJECTS = (INFRA / "kubernetes", INFRA / "observability")
 MANIFESTS = sorted(
     p
     for p in INFRA.rglob("*.yaml")
-    if p.name != "kustomization.yaml" and (INFRA / "kubernetes") not in p.parents
+    if p.name != "kustomization.yaml" and not any(d in p.parents for d in NOT_OBJECTS)
 )
 
 
