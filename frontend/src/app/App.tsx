@@ -16,6 +16,7 @@ import { routes as webhookRoutes } from "../pages/webhooks/routes";
 import { routes as auditRoutes } from "../pages/audit/routes";
 import { AuthProvider, useAuth } from "./auth";
 import { Layout } from "./Layout";
+import { NotFound } from "./NotFound";
 import { lastProject } from "./project";
 
 /** "/": the last project used (or the first one) once signed in, else the sign-in page. */
@@ -49,6 +50,7 @@ export const appRoutes: RouteObject[] = [
       ...webhookRoutes,
       ...scheduleRoutes,
       ...auditRoutes,
+      { path: "*", element: <NotFound /> },
     ],
   },
   { path: "*", element: <Navigate to="/" replace /> },
