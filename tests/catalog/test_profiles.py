@@ -581,6 +581,12 @@ async def test_a_gpu_model_no_cluster_has_is_saved_with_a_warning(db: object, gq
         "updateComputeProfile"
     ]
     assert updated["userErrors"] == [] and updated["warnings"] == []
+    # nor a part of one on the simulated cluster, whose admission takes "H100" for "H100 80GB"
+    part = {**update, "resources": {**data["resources"], "gpuModel": "h100"}}
+    updated = (await gql.data(UPDATE_WITH_WARNINGS, {"input": part}, token=admin.token))[
+        "updateComputeProfile"
+    ]
+    assert updated["userErrors"] == [] and updated["warnings"] == []
     # nor does a CPU-only profile
     cpu = {**data["resources"], "gpuCount": 0, "gpuVendor": "CPU", "gpuModel": "A100-80GB"}
     updated = (

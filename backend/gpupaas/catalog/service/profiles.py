@@ -63,6 +63,7 @@ from gpupaas.core.gpus import Vendor
 from gpupaas.core.ids import parse_id
 from gpupaas.core.pagination import Page
 from gpupaas.core.time_limits import Limits, check_limits
+from gpupaas.provisioning.registry import ClusterDriver
 from gpupaas.provisioning.render.checks import confinement_check, sample_context
 from gpupaas.provisioning.render.policy import TemplateScope, is_confined
 
@@ -488,9 +489,17 @@ async def gpu_model_warnings(profile: ComputeProfile) -> list[Problem]:
     model = profile.gpu_model
     if not model or profile.gpu_count == 0:
         return []
-    clusters = await Cluster.all().only("id", "nodes")
+    clusters = await Cluster.all().only("id", "driver", "nodes")
     known = sorted({found for cluster in clusters for found in gpu_models(cluster)})
-    if model in known:
+
+    def has(cluster: Cluster) -> bool:
+        # A Kubernetes node label must equal the model; the simulated admission takes a part of
+        # the node's model ("H100" of "H100 80GB"), as it schedules.
+        if cluster.driver == ClusterDriver.SIMULATED:
+            return any(model.lower() in found.lower() for found in gpu_models(cluster))
+        return model in gpu_models(cluster)
+
+    if any(has(cluster) for cluster in clusters):
         return []
     return [
         Problem(

@@ -15,7 +15,9 @@ type Cluster = ProfileWizardOptionsQuery["clusters"][number];
  * their last check saw their nodes, so its instances could not be scheduled. */
 export function gpuModelWarning(values: Pick<WizardValues, "gpuCount" | "gpuModel">, knownModels: readonly string[]): string | null {
   const model = values.gpuModel.trim();
-  if (values.gpuCount === 0 || !model || knownModels.includes(model)) return null;
+  // A part of a model counts, as the simulated cluster schedules ("H100" of "H100 80GB"); the
+  // server, which knows each cluster's driver, warns of the rest when the profile is saved.
+  if (values.gpuCount === 0 || !model || knownModels.some((known) => known.toLowerCase().includes(model.toLowerCase()))) return null;
   return `No registered cluster has GPU model "${model}": the profile can be saved, but its instances cannot be scheduled until a cluster has it.`;
 }
 
