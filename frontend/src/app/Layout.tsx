@@ -79,6 +79,7 @@ export function Layout() {
               w={180}
               allowDeselect={false}
               value={known ? project : null}
+              placeholder="Choose a project"
               data={projects.map((p) => ({ value: p.name, label: p.displayName || p.name }))}
               onChange={(value) => value && navigate(`/p/${value}/dashboard`)}
             />
