@@ -22,15 +22,19 @@ install: $(STAMP)
 # The studio (frontend/, an npm workspace of the root package.json): installed from the lock,
 # built into backend/gpupaas/static/ (not committed), which `gpupaas serve` serves at /.
 $(NPM_STAMP): package.json package-lock.json frontend/package.json
-	@command -v npm >/dev/null || (echo "npm (Node.js 20+) is needed to build the studio" && exit 1)
+	@command -v npm >/dev/null || (echo "npm (Node.js 20.19+ or 22.12+) is needed to build the studio" && exit 1)
+	@node frontend/scripts/check-node.mjs
 	npm ci --no-audit --no-fund
+	node frontend/scripts/check-engines.mjs
 	touch $(NPM_STAMP)
 
 frontend: $(NPM_STAMP)
 	npm run build
 
-# Type checks and component tests (Vitest + Testing Library) of the studio.
+# Type checks and component tests (Vitest + Testing Library) of the studio; every locked package
+# must run on the Node.js versions package.json's engines (and the README) name.
 frontend-test: $(NPM_STAMP)
+	node frontend/scripts/check-engines.mjs
 	npm run typecheck
 	npm run lint
 	npm test

@@ -23,7 +23,7 @@ export default defineConfig(
     },
   },
   {
-    files: ["*.config.{js,ts,cjs}", "codegen.ts"],
+    files: ["*.config.{js,ts,cjs}", "codegen.ts", "scripts/*.mjs"],
     languageOptions: { globals: globals.node },
   },
 );

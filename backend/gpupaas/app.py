@@ -252,7 +252,7 @@ def create_app(settings: Settings, *, migrate: bool = True, runtime: Runtime | N
         if migrate:
             await db.migrate_database(settings.database_url, settings.secret_key)
         await db.connect(settings.database_url)
-        await bootstrap.seed()
+        await bootstrap.seed(graphql.drivers)
         owned = graphql.runtime is None
         if owned:
             graphql.runtime = Runtime(settings, drivers=graphql.drivers, metrics=graphql.metrics)

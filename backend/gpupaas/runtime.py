@@ -9,6 +9,7 @@ starts the bus, the relay and the worker only.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from datetime import timedelta
 
 from gpupaas.audit.service import AuditPurger
@@ -18,8 +19,9 @@ from gpupaas.events.bus import Bus
 from gpupaas.events.relay import TOPICS, Relay
 from gpupaas.provisioning.drivers.base import Driver
 from gpupaas.provisioning.drivers.simulated.endpoints import SimulatedEndpoints
+from gpupaas.provisioning.plan import Plan
 from gpupaas.provisioning.registry import DriverRegistry
-from gpupaas.service_instances.endpoints import wanted_endpoints
+from gpupaas.service_instances.endpoints import ready_endpoints, wanted_endpoints
 from gpupaas.settings import Settings
 from gpupaas.webhooks.dispatch import DeliveryPolicy, Dispatcher
 from gpupaas.workers.drift import DriftWatcher
@@ -116,9 +118,25 @@ class Runtime:
             if self.worker is not None and settings.simulated_endpoints
             else None
         )
+        if self.endpoints is not None:
+            self._bind_endpoints()
+
         # The audit log's retention, applied in every process (purging twice deletes nothing more).
         self.audit_purger = AuditPurger(settings.audit_retention_days)
         self._started = False
+
+    def _bind_endpoints(self) -> None:
+        """RUNNING means the Connect link answers: the simulated driver opens a service's
+        endpoints before it reports the service ready (imported here: as the registry does, only
+        where the simulated driver is used)."""
+        from gpupaas.provisioning.drivers.simulated.driver import SimulatedDriver
+
+        if isinstance(self.drivers.simulated, SimulatedDriver):
+            self.drivers.simulated.on_service_ready = self._open_endpoints
+
+    async def _open_endpoints(self, plan: Plan, outputs: Mapping[str, str]) -> None:
+        assert self.endpoints is not None  # only bound when there are endpoints
+        await self.endpoints.open_now(await ready_endpoints(self.settings.secret_key, plan, outputs))
 
     async def start(self) -> None:
         await self.bus.start()

@@ -536,3 +536,60 @@ async def test_a_setting_without_a_value_keeps_the_template_default(db: object, 
         "override": "ALLOWED",
         "allowedValues": [],
     }
+
+
+SAVE_WITH_WARNINGS = """
+mutation($create: CreateComputeProfileInput!) {
+  createComputeProfile(input: $create) {
+    computeProfile { id resources { gpuModel } } userErrors { field message code } warnings { field message code }
+  }
+}"""
+UPDATE_WITH_WARNINGS = """
+mutation($input: UpdateComputeProfileInput!) {
+  updateComputeProfile(input: $input) {
+    computeProfile { resources { gpuModel } } userErrors { field message code } warnings { field message code }
+  }
+}"""
+
+
+async def test_a_gpu_model_no_cluster_has_is_saved_with_a_warning(db: object, gql: GraphQLClient) -> None:
+    # given the simulated cluster's inventory (H100 80GB and MI300X nodes), as a check saw it
+    root = await make_user("root", platform_admin=True)
+    (cluster,) = (await gql.data("{ clusters { id } }", token=root.token))["clusters"]
+    check = "mutation($id: ID!) { checkCluster(id: $id) { userErrors { message } } }"
+    assert (await gql.data(check, {"id": cluster["id"]}, token=root.token))["checkCluster"][
+        "userErrors"
+    ] == []
+    admin, version = await _admin_and_version()
+    # when a profile asks for a GPU model no cluster has
+    data = profile_input("ml", str(version.id))
+    data["resources"]["gpuModel"] = "A100-80GB"
+    created = (await gql.data(SAVE_WITH_WARNINGS, {"create": data}, token=admin.token))[
+        "createComputeProfile"
+    ]
+    # then it is saved, with a warning that names the models the clusters have
+    assert created["userErrors"] == [] and created["computeProfile"]["resources"]["gpuModel"] == "A100-80GB"
+    (warning,) = created["warnings"]
+    assert warning["field"] == ["input", "resources", "gpuModel"] and warning["code"] == "NOT_FOUND"
+    assert '"A100-80GB"' in warning["message"] and "H100 80GB, MI300X" in warning["message"]
+    # and a model a cluster has gives none
+    update = {
+        "id": created["computeProfile"]["id"],
+        "resources": {**data["resources"], "gpuModel": "H100 80GB"},
+    }
+    updated = (await gql.data(UPDATE_WITH_WARNINGS, {"input": update}, token=admin.token))[
+        "updateComputeProfile"
+    ]
+    assert updated["userErrors"] == [] and updated["warnings"] == []
+    # nor a part of one on the simulated cluster, whose admission takes "H100" for "H100 80GB"
+    part = {**update, "resources": {**data["resources"], "gpuModel": "h100"}}
+    updated = (await gql.data(UPDATE_WITH_WARNINGS, {"input": part}, token=admin.token))[
+        "updateComputeProfile"
+    ]
+    assert updated["userErrors"] == [] and updated["warnings"] == []
+    # nor does a CPU-only profile
+    cpu = {**data["resources"], "gpuCount": 0, "gpuVendor": "CPU", "gpuModel": "A100-80GB"}
+    updated = (
+        await gql.data(UPDATE_WITH_WARNINGS, {"input": {**update, "resources": cpu}}, token=admin.token)
+    )["updateComputeProfile"]
+    assert updated["userErrors"] == [] and updated["warnings"] == []

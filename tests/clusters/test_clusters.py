@@ -5,11 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
+
+from gpupaas.app import create_app
 from gpupaas.catalog.service.profiles import delete_profile
 from gpupaas.clusters.models import Cluster
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core.actor import Role
+from gpupaas.provisioning.inventory import DEFAULT_INVENTORY
+from gpupaas.settings import Settings
 from tests.conftest import GraphQLClient
 from tests.factories import make_instance, make_profile, make_project, make_user, platform_actor
 
@@ -49,6 +54,29 @@ async def test_the_embedded_default_is_a_simulated_cluster(db: object, gql: Grap
         "INTEL": "gpu.intel.com/i915",
         "ASCEND": "huawei.com/Ascend910",
     }
+
+
+async def test_a_fresh_app_shows_the_simulated_inventory_before_any_check(
+    db: object, settings: Settings
+) -> None:
+    # given a simulated default cluster that was never checked (the test database's seed has no
+    # drivers to check it with)
+    root = await make_user("root", platform_admin=True)
+    assert (await Cluster.get(name="simulated")).checked_at is None
+    # when the app starts (its lifespan seeds with the process's drivers); nobody calls checkCluster
+    app = create_app(settings, migrate=False)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
+            query = "{ clusters { name status checkedAt gpuModels nodes { name gpuCount gpuModel } } }"
+            (cluster,) = (await GraphQLClient(http).data(query, token=root.token))["clusters"]
+    # then its inventory is there: nodes, GPUs, GPU models and when it was looked at
+    assert cluster["status"] == "READY"
+    assert cluster["checkedAt"] is not None
+    assert [(n["name"], n["gpuCount"], n["gpuModel"]) for n in cluster["nodes"]] == [
+        (node.name, node.gpu_count, node.gpu_model) for node in DEFAULT_INVENTORY.nodes
+    ]
+    assert cluster["gpuModels"] == ["H100 80GB", "MI300X"]
 
 
 async def test_register_a_simulated_cluster_and_check_it(db: object, gql: GraphQLClient) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import socket
+from dataclasses import replace
 
 import httpx
 
@@ -12,13 +14,18 @@ from gpupaas.clusters.models import Cluster
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.instance_templates.models import InstanceTemplate
+from gpupaas.provisioning.drivers.simulated.driver import SimulatedDriver
 from gpupaas.provisioning.drivers.simulated.endpoints import SimulatedEndpoints
+from gpupaas.provisioning.inventory import DEFAULT_INVENTORY
 from gpupaas.provisioning.registry import ClusterDriver
+from gpupaas.runtime import Runtime
 from gpupaas.service_instances import service as instances
 from gpupaas.service_instances.endpoints import wanted_endpoints
 from gpupaas.service_instances.models import ServiceInstance
 from gpupaas.service_instances.states import ServiceStatus
+from gpupaas.settings import Settings
 from tests.factories import make_instance, make_profile, make_project, platform_actor
+from tests.workers.conftest import fast, wait_status
 
 KEY = "k" * 64
 
@@ -77,3 +84,32 @@ async def test_running_services_of_simulated_clusters_are_served(db: object) -> 
     finally:
         await endpoints.stop()
     assert endpoints.ports == []
+
+
+async def test_running_means_the_connect_link_answers(db: object, settings: Settings) -> None:
+    # given a worker on the simulated cluster with its endpoints (no delays; the endpoints' own
+    # reconcile loop would take 1 s, so only the driver's open before RUNNING can make it in time)
+    chosen = replace(fast(settings), simulated_endpoints=True, secret_key=KEY)
+    runtime = Runtime(chosen, run_worker=True, driver=SimulatedDriver(DEFAULT_INVENTORY, phase_seconds=0.0))
+    await runtime.start()
+    try:
+        project = await make_project("ml")
+        box = await make_instance(project, await make_profile(project), name="box", deploy=True)
+        await wait_status(box.id, DeploymentStatus.SUCCESS)
+        template = await InstanceTemplate.get(name="jupyterlab-pytorch")
+        data = instances.ServiceIn(
+            project="ml", compute_instance=str(box.id), template=str(template.id), name="nb"
+        )
+        # when a service is started and its status turns RUNNING
+        service = await instances.create_service(await platform_actor(), data, secret_key=KEY)
+        async with asyncio.timeout(30):
+            while (found := await ServiceInstance.get(id=service.id)).status != ServiceStatus.RUNNING:
+                assert found.status in (ServiceStatus.PENDING, ServiceStatus.STARTING), found.status_message
+                await asyncio.sleep(0.005)
+        # then its Connect link answers at once
+        cluster = await Cluster.get(is_default=True)
+        (link,) = await instances.connect(KEY, found, cluster, access_params=True)
+        async with httpx.AsyncClient() as http:
+            assert (await http.get(link.url)).status_code == 200
+    finally:
+        await runtime.stop()

@@ -117,26 +117,30 @@ async def default_cluster() -> Cluster | None:
     return await Cluster.get_or_none(is_default=True)
 
 
-async def ensure_default_cluster() -> Cluster:
-    """The embedded default: a simulated cluster, created once when no cluster exists."""
-    default = await Cluster.get_or_none(is_default=True)
-    if default is not None:
-        return default
-    existing = await Cluster.get_or_none(name=DEFAULT_CLUSTER)
-    if existing is not None:
-        return existing
-    try:
-        return await Cluster.create(
-            name=DEFAULT_CLUSTER,
-            display_name="Simulated cluster",
-            driver=ClusterDriver.SIMULATED,
-            is_default=True,
-            status=ClusterStatus.READY,
-            # The simulated cluster "runs" on this machine: connect links point here.
-            access_address="127.0.0.1",
-        )
-    except IntegrityError:  # another process created it first
-        return await Cluster.get(name=DEFAULT_CLUSTER)
+async def ensure_default_cluster(checker: Checker | None = None) -> Cluster:
+    """The embedded default: a simulated cluster, created once when no cluster exists. With a
+    `checker`, a simulated default that was never checked gets its inventory (nodes, GPU models,
+    last checked) at once, through checkCluster's own check, so a fresh install shows its nodes
+    and GPUs instead of "Nodes 0, No GPUs, Last checked Never" until someone checks it."""
+    cluster = await Cluster.get_or_none(is_default=True) or await Cluster.get_or_none(name=DEFAULT_CLUSTER)
+    if cluster is None:
+        try:
+            cluster = await Cluster.create(
+                name=DEFAULT_CLUSTER,
+                display_name="Simulated cluster",
+                driver=ClusterDriver.SIMULATED,
+                is_default=True,
+                status=ClusterStatus.READY,
+                # The simulated cluster "runs" on this machine: connect links point here.
+                access_address="127.0.0.1",
+            )
+        except IntegrityError:  # another process created it first
+            cluster = await Cluster.get(name=DEFAULT_CLUSTER)
+    if checker is not None and cluster.driver == ClusterDriver.SIMULATED and cluster.checked_at is None:
+        # Only the simulated one: checking a Kubernetes cluster at start-up would make the start
+        # wait on (and fail with) its API server.
+        await _apply_check(cluster, checker)
+    return cluster
 
 
 def _kubeconfig_problem(text: str, context: str | None) -> str | None:

@@ -1,18 +1,22 @@
 """What should answer at simulated services' Connect links (the simulated driver's endpoints,
 provisioning/drivers/simulated/endpoints.py, serve it): for every RUNNING service instance of a
 SIMULATED cluster, each web port's node port, with the access params its link carries. A stopped
-service's endpoint closes; starting it again opens it with the same token."""
+service's endpoint closes; starting it again opens it with the same token. `ready_endpoints`: a
+service's endpoints from the outputs of the apply that starts it, opened before it turns RUNNING."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 
 from gpupaas.clusters.models import Cluster
 from gpupaas.core import crypto
 from gpupaas.provisioning.drivers.simulated.endpoints import Endpoint
+from gpupaas.provisioning.plan import Plan
 from gpupaas.provisioning.registry import ClusterDriver
 from gpupaas.service_instances.connect import is_web_port
 from gpupaas.service_instances.models import ServiceInstance
+from gpupaas.service_instances.plan import node_ports_of
 from gpupaas.service_instances.service import resolved_spec
 from gpupaas.service_instances.states import ServiceStatus
 
@@ -30,12 +34,28 @@ async def wanted_endpoints(secret_key: str) -> dict[int, Endpoint]:
         cluster = clusters.get(uuid.UUID(cluster_id)) if cluster_id else default
         if cluster is None or cluster.driver != ClusterDriver.SIMULATED:
             continue
-        try:
-            spec = resolved_spec(secret_key, service)
-        except (crypto.DecryptionError, ValueError):
-            continue
-        for port in spec.ports:
-            node_port = service.node_ports.get(port.name)
-            if node_port is not None and is_web_port(port):
-                wanted[node_port] = Endpoint(service.display_name, spec.image, port.name, port.access_params)
+        wanted.update(_endpoints(secret_key, service, service.node_ports))
     return wanted
+
+
+def _endpoints(
+    secret_key: str, service: ServiceInstance, node_ports: Mapping[str, int]
+) -> dict[int, Endpoint]:
+    try:
+        spec = resolved_spec(secret_key, service)
+    except (crypto.DecryptionError, ValueError):
+        return {}
+    endpoints: dict[int, Endpoint] = {}
+    for port in spec.ports:
+        node_port = node_ports.get(port.name)
+        if node_port is not None and is_web_port(port):
+            endpoints[node_port] = Endpoint(service.display_name, spec.image, port.name, port.access_params)
+    return endpoints
+
+
+async def ready_endpoints(secret_key: str, plan: Plan, outputs: Mapping[str, str]) -> dict[int, Endpoint]:
+    """The endpoints of the service that `plan` starts, at the node ports its apply gave."""
+    service = await ServiceInstance.get_or_none(id=plan.instance_id)
+    if service is None:
+        return {}
+    return _endpoints(secret_key, service, node_ports_of(outputs))

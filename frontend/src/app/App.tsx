@@ -17,6 +17,7 @@ import { routes as auditRoutes } from "../pages/audit/routes";
 import { routes as peopleRoutes } from "../pages/people/routes";
 import { AuthProvider, useAuth } from "./auth";
 import { Layout } from "./Layout";
+import { NotFound } from "./NotFound";
 import { lastProject } from "./project";
 
 /** "/": the last project used (or the first one) once signed in, else the sign-in page. */
@@ -51,6 +52,7 @@ export const appRoutes: RouteObject[] = [
       ...scheduleRoutes,
       ...auditRoutes,
       ...peopleRoutes,
+      { path: "*", element: <NotFound /> },
     ],
   },
   { path: "*", element: <Navigate to="/" replace /> },

@@ -25,6 +25,7 @@ import { Link, Navigate, Outlet, useLocation, useNavigate } from "react-router-d
 import { ConnectionBanner } from "../components/ConnectionBanner";
 import { ErrorState, Loading } from "../components/states";
 import { useAuth } from "./auth";
+import { NotFound, homeProject } from "./NotFound";
 import { rememberProject, useProject } from "./project";
 
 function Item({ to, label, icon }: { to: string; label: string; icon: ReactNode }) {
@@ -59,10 +60,13 @@ export function Layout() {
   }
   const known = projects.some((p) => p.name === project);
   if (!known && fetching) return <Loading label="Loading projects" />;
-  if (!known) {
+  // Another project's URL (or one that does not exist): the normal frame around a not-found
+  // message, its navigation that of a project the user has.
+  const home = known ? project : homeProject(projects)?.name;
+  if (!home) {
     return <ErrorState message={`Project "${project}" does not exist, or you are not a member of it.`} />;
   }
-  const base = `/p/${project}`;
+  const base = `/p/${home}`;
   return (
     <AppShell header={{ height: 56 }} navbar={{ width: 250, breakpoint: "sm", collapsed: { mobile: !opened } }} padding="md">
       <AppShell.Header>
@@ -77,7 +81,8 @@ export function Layout() {
               size="xs"
               w={180}
               allowDeselect={false}
-              value={project}
+              value={known ? project : null}
+              placeholder="Choose a project"
               data={projects.map((p) => ({ value: p.name, label: p.displayName || p.name }))}
               onChange={(value) => value && navigate(`/p/${value}/dashboard`)}
             />
@@ -136,7 +141,7 @@ export function Layout() {
       </AppShell.Navbar>
       <AppShell.Main>
         <ConnectionBanner />
-        <Outlet />
+        {known ? <Outlet /> : <NotFound message={`Project "${project}" does not exist, or you are not a member of it.`} />}
       </AppShell.Main>
     </AppShell>
   );

@@ -15,6 +15,7 @@ from gpupaas.catalog.graphql.profiles import (
     UpdateComputeProfileInput,
     profile_in,
     profile_payload,
+    saved_profile_payload,
 )
 from gpupaas.catalog.graphql.templates import (
     AddEnvironmentTemplateVersionInput,
@@ -142,7 +143,7 @@ class CatalogMutation:
     async def create_compute_profile(
         self, info: Info, input: CreateComputeProfileInput
     ) -> ComputeProfilePayload:
-        return profile_payload(
+        return await saved_profile_payload(
             *await attempt(
                 profiles.create_profile(
                     info.context.actor,
@@ -157,7 +158,7 @@ class CatalogMutation:
     async def update_compute_profile(
         self, info: Info, input: UpdateComputeProfileInput
     ) -> ComputeProfilePayload:
-        return profile_payload(
+        return await saved_profile_payload(
             *await attempt(
                 profiles.update_profile(
                     info.context.actor,

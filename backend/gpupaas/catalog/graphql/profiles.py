@@ -451,9 +451,27 @@ def profile_in(data: CreateComputeProfileInput | UpdateComputeProfileInput) -> p
 class ComputeProfilePayload:
     compute_profile: ComputeProfileType | None
     user_errors: list[UserError]
+    warnings: list[UserError] = strawberry.field(
+        default_factory=list,
+        description="What the saved profile may want fixed, without it being refused: its GPU model "
+        "on no registered cluster (code NOT_FOUND, field input.resources.gpuModel).",
+    )
 
 
 def profile_payload(profile: ComputeProfile | None, errors: list[UserError]) -> ComputeProfilePayload:
     return ComputeProfilePayload(
         compute_profile=ComputeProfileType.of(profile) if profile else None, user_errors=errors
     )
+
+
+async def saved_profile_payload(
+    profile: ComputeProfile | None, errors: list[UserError]
+) -> ComputeProfilePayload:
+    """The payload of a create or update, with the saved profile's warnings."""
+    payload = profile_payload(profile, errors)
+    if profile is not None:
+        payload.warnings = [
+            UserError(field=list(p.field) if p.field else None, message=p.message, code=p.code)
+            for p in await profiles.gpu_model_warnings(profile)
+        ]
+    return payload

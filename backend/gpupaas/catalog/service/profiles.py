@@ -54,15 +54,16 @@ from gpupaas.catalog.service.profile_settings import (
 from gpupaas.catalog.service.templates import template_scope
 from gpupaas.catalog.service.visibility import ShownProfile, profiles_shown, project_for_listing
 from gpupaas.clusters.models import Cluster
-from gpupaas.clusters.service import cluster_for_profile, default_cluster, gpu_resource_names
+from gpupaas.clusters.service import cluster_for_profile, default_cluster, gpu_models, gpu_resource_names
 from gpupaas.core import quantities, validation
 from gpupaas.core.actor import Actor
 from gpupaas.core.crypto import Sealer
-from gpupaas.core.errors import Collector, ErrorCode, Forbidden, InvalidArgument, UserErrors
+from gpupaas.core.errors import Collector, ErrorCode, Forbidden, InvalidArgument, Problem, UserErrors
 from gpupaas.core.gpus import Vendor
 from gpupaas.core.ids import parse_id
 from gpupaas.core.pagination import Page
 from gpupaas.core.time_limits import Limits, check_limits
+from gpupaas.provisioning.registry import ClusterDriver
 from gpupaas.provisioning.render.checks import confinement_check, sample_context
 from gpupaas.provisioning.render.policy import TemplateScope, is_confined
 
@@ -479,6 +480,36 @@ async def set_profile_sharing(
             after={"sharing_mode": mode, "shared_with": sorted(t.name for t in chosen)},
         )
     return profile
+
+
+async def gpu_model_warnings(profile: ComputeProfile) -> list[Problem]:
+    """What a saved profile may want fixed without it being refused: its GPU model is on no
+    registered cluster (as each cluster's last check saw its nodes), so its deploys would fail to
+    schedule. The message names the models the clusters have."""
+    model = profile.gpu_model
+    if not model or profile.gpu_count == 0:
+        return []
+    clusters = await Cluster.all().only("id", "driver", "nodes")
+    known = sorted({found for cluster in clusters for found in gpu_models(cluster)})
+
+    def has(cluster: Cluster) -> bool:
+        # A Kubernetes node label must equal the model; the simulated admission takes a part of
+        # the node's model ("H100" of "H100 80GB"), as it schedules.
+        if cluster.driver == ClusterDriver.SIMULATED:
+            return any(model.lower() in found.lower() for found in gpu_models(cluster))
+        return model in gpu_models(cluster)
+
+    if any(has(cluster) for cluster in clusters):
+        return []
+    return [
+        Problem(
+            ("input", "resources", "gpuModel"),
+            f'no registered cluster has GPU model "{model}" (as their last check saw their nodes): the '
+            "profile is saved, but its instances cannot be scheduled until a cluster has it. "
+            + (f"The clusters have: {', '.join(known)}." if known else "The clusters report no GPU model."),
+            ErrorCode.NOT_FOUND,
+        )
+    ]
 
 
 async def gpu_models_on(cluster: Cluster) -> dict[str, list[str]]:

@@ -1,5 +1,7 @@
 import { Anchor, Breadcrumbs, Button, Card, Divider, Grid, Group, Stack, Text, TextInput, Textarea, Title } from "@mantine/core";
 import { notifications } from "@mantine/notifications";
+
+import { showDeploying } from "../instances/deployToast";
 import { IconDeviceFloppy, IconRocket } from "@tabler/icons-react";
 import { useMemo, useState, type FormEvent } from "react";
 import { Link, useNavigate, useParams } from "react-router-dom";
@@ -115,13 +117,8 @@ function LaunchForm({ profile, project }: { profile: Profile; project: string })
     const instance = payload?.computeInstance;
     if (!instance) return;
     setErrors({});
-    notifications.show({
-      color: "green",
-      title: deploy ? "Deploying" : "Saved",
-      message: deploy
-        ? `Compute instance “${instance.name}” is queued for deployment.`
-        : `Compute instance “${instance.name}” is saved as Not Deployed: deploy it when you are ready.`,
-    });
+    if (deploy) showDeploying(instance.id, `Compute instance “${instance.name}” is queued for deployment.`);
+    else notifications.show({ color: "green", title: "Saved", message: `Compute instance “${instance.name}” is saved as Not Deployed: deploy it when you are ready.` });
     navigate(`/p/${project}/instances/${instance.id}`);
   };
 

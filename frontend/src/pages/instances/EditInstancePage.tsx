@@ -1,5 +1,6 @@
 import { Alert, Anchor, Breadcrumbs, Button, Card, Divider, Group, Stack, Text, TextInput, Textarea, Title } from "@mantine/core";
 import { notifications } from "@mantine/notifications";
+import { showDeploying } from "./deployToast";
 import { IconDeviceFloppy, IconInfoCircle, IconPlayerPlay } from "@tabler/icons-react";
 import { useMemo, useState, type FormEvent } from "react";
 import { Link, useNavigate, useParams } from "react-router-dom";
@@ -205,7 +206,7 @@ function EditForm({ instance, project }: { instance: Instance; project: string }
       setErrors({ "": `The changes were saved, but not deployed: ${failed}` });
       return;
     }
-    notifications.show({ color: "blue", title: "Deploying", message: `“${displayName.trim() || instance.name}” is queued for deployment with the changes.` });
+    showDeploying(instance.id, `“${displayName.trim() || instance.name}” is queued for deployment with the changes.`);
     navigate(overview);
   };
 

@@ -26,13 +26,14 @@ export function Pairs({ pairs, empty, label, copy }: { pairs: readonly { key: st
           {pairs.map((pair) => (
             <Table.Tr key={pair.key}>
               <Table.Td w="35%">
-                <Text size="sm" ff="monospace" style={{ wordBreak: "break-all" }}>
+                {/* Names stay whole: broken only when one is longer than the column (not "maxP|ods"). */}
+                <Text size="sm" ff="monospace" style={{ wordBreak: "normal", overflowWrap: "break-word" }}>
                   {pair.key}
                 </Text>
               </Table.Td>
               <Table.Td>
                 <Group gap={4} wrap="nowrap" align="flex-start">
-                  <Text size="sm" style={{ wordBreak: "break-all" }}>
+                  <Text size="sm" style={{ wordBreak: "normal", overflowWrap: "anywhere" }}>
                     {pair.value}
                   </Text>
                   {copy && (

@@ -24,6 +24,14 @@ function headerStatus() {
 }
 
 describe("InstancePage", () => {
+  it("keeps input names whole: they break only when longer than their column", async () => {
+    setup({ InstanceOverview: { data: { computeInstance: instance({ status: "SUCCESS" }) } } });
+    await screen.findByRole("heading", { name: "Trainer" });
+    // "word-break: break-all" cut names anywhere ("repl|icas"); normal breaking keeps words whole.
+    const name = screen.getByText("replicas");
+    expect(name).toHaveStyle({ wordBreak: "normal", overflowWrap: "break-word" });
+  });
+
   it("disables what the API refuses, with the API's reason, and does nothing when clicked", async () => {
     const { calls } = setup({ InstanceOverview: { data: { computeInstance: instance({ status: "IN_PROGRESS", actions: actions(RUN_UNDER_WAY) }) } } });
     await screen.findByRole("heading", { name: "Trainer" });

@@ -16,6 +16,7 @@ import { ResourceGrid } from "../catalog/resources";
 import { DeleteInstanceModal, DestroyInstanceModal, ReasonButton, useInstanceActions, type InstanceRef } from "./actions";
 import { Runs, Services, StatusUpdates } from "./InstanceActivity";
 import { DetailsSection, Pairs } from "./InstanceDetails";
+import { useSettleDeploying } from "./deployToast";
 import { InstanceOverviewDocument, InstanceStatusLiveDocument, newest, reduceLive, type Instance } from "./overview";
 
 type Working = "deploy" | "destroy" | null;
@@ -80,6 +81,8 @@ export function InstancePage() {
   const [confirmDestroy, setConfirmDestroy] = useState(false);
   const [deleting, setDeleting] = useState<InstanceRef | null>(null);
   const [sharing, setSharing] = useState(false);
+  const latest = live?.latest;
+  useSettleDeploying(latest ? { id: latest.instance.id, status: latest.status, message: latest.message ?? null, name: latest.instance.displayName } : null);
 
   if (error && !data) {
     return <ErrorState message={describeError(error) ?? "The compute instance could not be loaded."} onRetry={() => refetch({ requestPolicy: "network-only" })} />;

@@ -1,5 +1,6 @@
 import { Alert, Button, Group, Modal, Stack, Text, Tooltip, VisuallyHidden, type ButtonProps } from "@mantine/core";
 import { notifications } from "@mantine/notifications";
+import { showDeploying } from "./deployToast";
 import { IconAlertTriangle } from "@tabler/icons-react";
 import { useId, useState, type MouseEvent, type ReactNode } from "react";
 import { Link } from "react-router-dom";
@@ -112,7 +113,7 @@ export function useInstanceActions() {
       notifications.show({ color: "red", title: `“${instance.displayName}” was not deployed`, message: failed ?? "No answer." });
       return null;
     }
-    notifications.show({ color: "blue", title: "Deploying", message: `“${instance.displayName}” is queued for deployment.` });
+    showDeploying(instance.id, `“${instance.displayName}” is queued for deployment.`);
     return payload.computeInstance;
   };
 

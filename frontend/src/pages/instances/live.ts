@@ -3,6 +3,7 @@ import { useSubscription } from "urql";
 import { graphql } from "../../gql";
 import type { InstanceEventsSubscription } from "../../gql/graphql";
 import type { InstanceAction } from "./actions";
+import { useSettleDeploying } from "./deployToast";
 
 /** Every status change of the project's instances (and those shared with it). */
 export const InstanceEventsDocument = graphql(`
@@ -81,6 +82,8 @@ export function reduceLive(previous: LiveState | undefined, data: InstanceEvents
 /** The live status events of a project's instances, from the moment the page opened. */
 export function useInstanceEvents(project: string): LiveState {
   const [{ data }] = useSubscription({ query: InstanceEventsDocument, variables: { project }, pause: !project }, reduceLive);
+  const newest = data?.feed[0];
+  useSettleDeploying(newest ? { id: newest.id, status: newest.status, message: newest.message, name: newest.displayName } : null);
   return data ?? EMPTY_LIVE;
 }
 

@@ -5,7 +5,8 @@ import { useState, type Dispatch } from "react";
 
 import { ProfileIcon } from "./ProfileIcon";
 import { ReadmePreview } from "./ReadmePreview";
-import type { WizardAction, WizardState, WizardValues } from "./wizardModel";
+import { iconUrlProblem, type WizardAction, type WizardState, type WizardValues } from "./wizardModel";
+
 
 export function EndUserStep({ state, dispatch }: { state: WizardState; dispatch: Dispatch<WizardAction> }) {
   const { values, errors } = state;
@@ -17,11 +18,16 @@ export function EndUserStep({ state, dispatch }: { state: WizardState; dispatch:
       <Group align="flex-start" wrap="nowrap" gap="lg">
         <TextInput
           label="Icon URL"
-          description="The icon users see in the catalog: an http(s) URL or a data:image URL."
+          description="The icon users see in the catalog: an http(s) URL, or an image inline as a base64 data: URL (data:image/png;base64,...)."
           placeholder="https://example.com/icon.png"
           value={values.iconUrl}
           error={errors.iconUrl}
           onChange={(event) => change({ iconUrl: event.currentTarget.value }, "iconUrl")}
+          onBlur={() => {
+            // Checked as soon as it is entered (as Next does), not only when the profile is saved.
+            const problem = iconUrlProblem(values.iconUrl);
+            if (problem) dispatch({ type: "setErrors", errors: { iconUrl: problem }, merge: true });
+          }}
           style={{ flex: 1 }}
         />
         <Stack gap={4} align="center">

@@ -1,6 +1,6 @@
 /* The General step of the compute profile wizard: names, allocation, cluster, the environment
  * template and its version, resources, labels and annotations. */
-import { Fieldset, NumberInput, Select, SimpleGrid, Stack, Text, TextInput, Textarea } from "@mantine/core";
+import { Autocomplete, Fieldset, NumberInput, Select, SimpleGrid, Stack, Text, TextInput, Textarea } from "@mantine/core";
 import type { Dispatch } from "react";
 
 import { formatMinutes } from "../../components/AutoStop";
@@ -10,6 +10,16 @@ import type { ProfileWizardOptionsQuery, Vendor } from "../../gql/graphql";
 import type { Profile, Template, WizardAction, WizardMode, WizardState, WizardValues } from "./wizardModel";
 
 type Cluster = ProfileWizardOptionsQuery["clusters"][number];
+
+/** A non-blocking warning (the profile can still be saved): the GPU model is on no cluster, as
+ * their last check saw their nodes, so its instances could not be scheduled. */
+export function gpuModelWarning(values: Pick<WizardValues, "gpuCount" | "gpuModel">, knownModels: readonly string[]): string | null {
+  const model = values.gpuModel.trim();
+  // A part of a model counts, as the simulated cluster schedules ("H100" of "H100 80GB"); the
+  // server, which knows each cluster's driver, warns of the rest when the profile is saved.
+  if (values.gpuCount === 0 || !model || knownModels.some((known) => known.toLowerCase().includes(model.toLowerCase()))) return null;
+  return `No registered cluster has GPU model "${model}": the profile can be saved, but its instances cannot be scheduled until a cluster has it.`;
+}
 
 const DEFAULT_CLUSTER = "__default__";
 const VENDORS: { value: Vendor; label: string }[] = [
@@ -72,6 +82,9 @@ export function GeneralStep({
       label: `${c.displayName || c.name}${c.gpuModels.length > 0 ? ` · ${c.gpuModels.join(", ")}` : ""}`,
     })),
   ];
+
+  const knownModels = [...new Set(clusters.flatMap((c) => c.gpuModels))].sort();
+  const modelWarning = gpuModelWarning(values, knownModels);
 
   return (
     <Stack>
@@ -213,15 +226,21 @@ export function GeneralStep({
               error={errors["resources.gpuVendor"]}
               onChange={(value) => value && change({ gpuVendor: value as Vendor }, "resources.gpuVendor")}
             />
-            <TextInput
+            <Autocomplete
               label="GPU Model"
-              description="Optional, e.g. A100-80GB."
+              description={knownModels.length > 0 ? `Optional; the clusters have: ${knownModels.join(", ")}.` : "Optional, e.g. H100 80GB."}
               disabled={values.gpuCount === 0}
+              data={knownModels}
               value={values.gpuModel}
               error={errors["resources.gpuModel"]}
-              onChange={(event) => change({ gpuModel: event.currentTarget.value }, "resources.gpuModel")}
+              onChange={(value) => change({ gpuModel: value }, "resources.gpuModel")}
             />
           </SimpleGrid>
+          {modelWarning && (
+            <Text size="xs" c="orange" role="status">
+              {modelWarning}
+            </Text>
+          )}
           {errors.resources && (
             <Text size="xs" c="red" role="alert">
               {errors.resources}

@@ -144,6 +144,56 @@ describe("Add Compute Profile wizard", () => {
     expect(calls.some((c) => c.name === "ProfileCreate")).toBe(false);
   });
 
+  it("checks the icon URL on its own step, and says a data: URL must be base64", async () => {
+    const user = userEvent.setup({ delay: null });
+    const { calls } = renderStudio("/p/ml/studio/profiles/new", ROUTES, { ProfileWizardOptions: OPTIONS });
+    await screen.findAllByLabelText(/^Unique Name/).then(() => field(/^Unique Name/));
+    await fillGeneral(user);
+    await user.click(screen.getByRole("button", { name: "Next" }));
+    expect(screen.getByText(/base64 data: URL \(data:image\/png;base64,\.\.\.\)/)).toBeInTheDocument();
+
+    // A data: URL that is not base64 is refused when leaving the field, and Next stays on the step.
+    await user.type(field(/^Icon URL/), "data:image/svg+xml,<svg/>");
+    await user.tab();
+    expect(field(/^Icon URL/)).toHaveAttribute("aria-invalid", "true");
+    expect(screen.getByText(/a data: URL must be a base64 image/)).toBeInTheDocument();
+    await user.click(screen.getByRole("button", { name: "Next" }));
+    expect(field(/^Icon URL/)).toBeInTheDocument();
+    expect(screen.queryByLabelText("Override policy of driver")).not.toBeInTheDocument();
+
+    // So is an ftp: URL; a base64 one passes and Next moves on.
+    await user.clear(field(/^Icon URL/));
+    await user.type(field(/^Icon URL/), "ftp://example.com/icon.png");
+    await user.click(screen.getByRole("button", { name: "Next" }));
+    expect(screen.getByText(/"ftp:" URLs are not allowed/)).toBeInTheDocument();
+    await user.clear(field(/^Icon URL/));
+    await user.type(field(/^Icon URL/), "data:image/png;base64,iVBORw0KGgo=");
+    expect(field(/^Icon URL/)).not.toHaveAttribute("aria-invalid", "true");
+    await user.click(screen.getByRole("button", { name: "Next" }));
+    expect(await screen.findByLabelText("Override policy of driver")).toBeInTheDocument();
+    expect(calls.some((c) => c.name === "ProfileCreate")).toBe(false);
+  });
+
+  it("warns, without blocking, of a GPU model no cluster has and offers the clusters' models", async () => {
+    const user = userEvent.setup({ delay: null });
+    renderStudio("/p/ml/studio/profiles/new", ROUTES, { ProfileWizardOptions: OPTIONS });
+    await screen.findAllByLabelText(/^Unique Name/).then(() => field(/^Unique Name/));
+    await fillGeneral(user);
+    expect(screen.getByText("Optional; the clusters have: H100 80GB.")).toBeInTheDocument();
+    await user.clear(field(/^GPU Count/));
+    await user.type(field(/^GPU Count/), "1");
+    await user.type(field(/^GPU Model/), "A100-80GB");
+    expect(screen.getByRole("status")).toHaveTextContent('No registered cluster has GPU model "A100-80GB"');
+    expect(field(/^GPU Model/)).not.toHaveAttribute("aria-invalid", "true");
+    // Not blocking: Next leaves General.
+    await user.click(screen.getByRole("button", { name: "Next" }));
+    expect(await screen.findByLabelText(/^Icon URL/)).toBeInTheDocument();
+    await user.click(stepButton(/General/));
+    await user.clear(field(/^GPU Model/));
+    await user.type(field(/^GPU Model/), "H100 80GB");
+    expect(screen.queryByText(/No registered cluster has GPU model/)).not.toBeInTheDocument();
+  });
+
   it("offers only ACTIVE versions and sends every step's settings", async () => {
     const user = userEvent.setup({ delay: null });
     const { calls } = renderStudio("/p/ml/studio/profiles/new", ROUTES, {

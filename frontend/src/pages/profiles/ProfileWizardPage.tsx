@@ -156,17 +156,17 @@ function ProfileWizard({
   }
 
   /** The server's answer: the saved profile's id, or why not (a failure, or errors by field). */
-  async function save(): Promise<{ id: string | null; failure: string | null; userErrors: readonly ServerError[] }> {
+  async function save(): Promise<{ id: string | null; failure: string | null; userErrors: readonly ServerError[]; warnings?: readonly { message: string }[] }> {
     if (mode === "create") {
       const result = await create({ input: createInput(values, project, version) });
       const payload = result.data?.createComputeProfile;
       if (result.error || !payload) return { id: null, failure: describeError(result.error) ?? "Could not add the compute profile.", userErrors: [] };
-      return { id: payload.computeProfile?.id ?? null, failure: null, userErrors: payload.userErrors };
+      return { id: payload.computeProfile?.id ?? null, failure: null, userErrors: payload.userErrors, warnings: payload.warnings };
     }
     const result = await update({ input: updateInput(values, profile?.id ?? "", version) });
     const payload = result.data?.updateComputeProfile;
     if (result.error || !payload) return { id: null, failure: describeError(result.error) ?? "Could not save the compute profile.", userErrors: [] };
-    return { id: payload.computeProfile?.id ?? null, failure: null, userErrors: payload.userErrors };
+    return { id: payload.computeProfile?.id ?? null, failure: null, userErrors: payload.userErrors, warnings: payload.warnings };
   }
 
   async function submit() {
@@ -194,6 +194,8 @@ function ProfileWizard({
       color: "green",
       message: mode === "create" ? `Compute profile "${values.name}" added.` : `Compute profile "${values.name}" saved.`,
     });
+    // What the server warns of (a GPU model no cluster has): saved all the same.
+    for (const warning of saved.warnings ?? []) notifications.show({ color: "orange", message: warning.message, autoClose: false });
     navigate(`${base}/${saved.id}`);
   }
 

@@ -194,6 +194,9 @@ export const ProfileCreateDocument = graphql(`
         message
         code
       }
+      warnings {
+        message
+      }
     }
   }
 `);
@@ -210,6 +213,9 @@ export const ProfileUpdateDocument = graphql(`
         field
         message
         code
+      }
+      warnings {
+        message
       }
     }
   }

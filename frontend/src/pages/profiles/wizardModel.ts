@@ -190,8 +190,42 @@ export function valuesFromProfile(profile: Profile): WizardValues {
 const REQUIRED = "Required";
 
 /** What must be filled in before the wizard leaves a step (the server checks everything else). */
+const ICON_URL_EXPECTED = "must be an http:// or https:// URL, or an image as a base64 data: URL (data:image/png;base64,...)";
+
+/** The icon URL's problem, by the server's rules (core/validation.py http_url), or null. */
+export function iconUrlProblem(text: string): string | null {
+  const url = text.trim();
+  if (!url) return null;
+  if (/\s/.test(url)) return "must not contain spaces";
+  const scheme = /^([a-zA-Z][a-zA-Z0-9+.-]*):/.exec(url)?.[1].toLowerCase() ?? "";
+  if (scheme === "data") {
+    if (!/^data:image\/[a-zA-Z0-9.+-]+;base64,/i.test(url)) {
+      return "a data: URL must be a base64 image, like data:image/png;base64,iVBORw0KGgo...";
+    }
+    return /^[A-Za-z0-9+/]+={0,2}$/.test(url.slice(url.indexOf(",") + 1)) ? null : "the data after base64, is not valid base64";
+  }
+  if (scheme !== "http" && scheme !== "https") {
+    return scheme ? `${ICON_URL_EXPECTED} ("${scheme}:" URLs are not allowed)` : `${ICON_URL_EXPECTED}, starting with "https://"`;
+  }
+  if (!url.slice(scheme.length + 1).startsWith("//")) return `must have "//" and a host after "${scheme}:", like "https://example.com/icon.png"`;
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return 'must name a valid host, like "https://example.com/icon.png"';
+  }
+  if (parsed.username || parsed.password) return "must not contain a user name or password";
+  if (!parsed.hostname) return 'must name a host, like "https://example.com/icon.png"';
+  return null;
+}
+
 export function validateStep(values: WizardValues, step: number, mode: WizardMode): Record<string, string> {
   const errors: Record<string, string> = {};
+  if (step === 1) {
+    const icon = iconUrlProblem(values.iconUrl);
+    if (icon) errors.iconUrl = icon;
+    return errors;
+  }
   if (step !== 0) return errors;
   if (mode === "create" && !values.name.trim()) errors.name = REQUIRED;
   if (!values.displayName.trim()) errors.displayName = REQUIRED;

@@ -48,7 +48,7 @@ function service(name: string, status: string, extra: Record<string, unknown> = 
     connect: [],
     actions: actions(),
     template: { id: "t1", displayName: "JupyterLab (PyTorch, NVIDIA)", vendor: "NVIDIA" },
-    computeInstance: { id: "c1", name: "box", displayName: "Box", resources: { gpuVendor: "NVIDIA" } },
+    computeInstance: { id: "c1", name: "box", displayName: "Box", resources: { gpuVendor: "NVIDIA", gpuModel: "H100 80GB" } },
     owner: { username: "alice" },
     ...extra,
   };
@@ -233,6 +233,15 @@ describe("services table", () => {
     await waitFor(() => expect(within(row).getByText("Running")).toBeInTheDocument());
     expect(within(row).getByRole("link", { name: /Connect to http/ })).toHaveAttribute("href", "http://gpu.example.com:30800/");
     expect(disabled("Restart booting")).toBe(false);
+    // The GPUs with their compute instance's model, not only the vendor.
+    expect(within(row).getByText("1 × NVIDIA H100 80GB")).toBeInTheDocument();
+  });
+
+  it("gives every button an accessible name", async () => {
+    render({});
+    await screen.findByTestId("service-booting");
+    const unnamed = screen.getAllByRole("button").filter((button) => !(button.getAttribute("aria-label") || button.textContent?.trim()));
+    expect(unnamed.map((button) => button.outerHTML.slice(0, 120))).toEqual([]);
   });
 
   it("filters by compute instance and offers to launch when empty", async () => {

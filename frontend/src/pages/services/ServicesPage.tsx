@@ -12,12 +12,16 @@ import { EmptyState, ErrorState, Loading } from "../../components/states";
 import type { ServiceRowFieldsFragment, ServiceStatus } from "../../gql/graphql";
 import { ConnectLinks, ServiceActions, useLiveService } from "./live";
 import { ServicesComputeInstancesDocument, ServicesListDocument } from "./queries";
+import { vendorLabel } from "../catalog/resources";
 
 const PAGE_SIZE = 25;
 
-function gpuText(count: number, vendor: string | null | undefined): string {
+/** "1 × NVIDIA H100 80GB": the GPUs the service holds, of its compute instance's model. */
+function gpuText(count: number, resources: { gpuVendor: string; gpuModel?: string | null }, vendor: string | null | undefined): string {
   if (count === 0) return "None";
-  return vendor && vendor !== "CPU" ? `${count} × ${vendor}` : String(count);
+  if (!vendor || vendor === "CPU") return String(count);
+  const model = vendor === resources.gpuVendor ? resources.gpuModel : null;
+  return `${count} × ${[vendorLabel(vendor), model].filter(Boolean).join(" ")}`;
 }
 
 function ServiceRow({
@@ -62,7 +66,7 @@ function ServiceRow({
         </Anchor>
       </Table.Td>
       <Table.Td>
-        <Text size="sm">{gpuText(service.gpuCount, service.template?.vendor ?? instance.resources.gpuVendor)}</Text>
+        <Text size="sm">{gpuText(service.gpuCount, instance.resources, service.template?.vendor ?? instance.resources.gpuVendor)}</Text>
       </Table.Td>
       <Table.Td>
         {live.statusMessage ? (

@@ -34,6 +34,7 @@ export const ServiceRowFieldsFragment = graphql(`
       displayName
       resources {
         gpuVendor
+        gpuModel
       }
     }
   }

@@ -24,7 +24,7 @@ apply or destroy that failed last.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from tortoise.transactions import in_transaction
@@ -94,6 +94,10 @@ class SimulatedDriver:
         self.inventory = inventory
         self.phase_seconds = phase_seconds
         self.kubernetes_version = kubernetes_version
+        # What must answer before a service is reported ready (the runtime's endpoints at its node
+        # ports, endpoints.py): awaited with the plan and its outputs once a running service's
+        # objects are applied, so that RUNNING means its Connect link answers.
+        self.on_service_ready: Callable[[Plan, Mapping[str, str]], Awaitable[None]] | None = None
 
     async def apply(self, plan: Plan, progress: Progress | None = None) -> Applied:
         report = progress or _silent
@@ -144,6 +148,8 @@ class SimulatedDriver:
                 outputs = render_outputs(plan.outputs, plan.context, applied)
             except TemplateError as error:
                 raise PermanentError(f"the outputs cannot be rendered: {error}") from None
+            if plan.within is not None and replicas and self.on_service_ready is not None:
+                await self.on_service_ready(plan, outputs)
         except DriverError as error:
             await set_phase(plan.instance_id, AllocationPhase.FAILED, str(error))
             raise

@@ -8,6 +8,12 @@ What should be up is asked of `wanted` every `interval` seconds (the GPU service
 service_instances/endpoints.py), so endpoints follow services whichever worker started them and
 come back after a restart; one that is no longer wanted closes. A port another program holds is
 skipped (logged) and tried again later. Only loopback is ever bound.
+
+A service's endpoint opens before the service is reported RUNNING (`open_now`, which the simulated
+driver awaits once it applied a running service: driver.py `on_service_ready`), so that its
+Connect link answers the moment RUNNING is shown; it is held open until `wanted` names it (the
+worker writes RUNNING right after) or for `hold` seconds at most, so that a service stopped at once
+(or whose RUNNING write failed) does not keep answering for long.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import asyncio
 import contextlib
 import html
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlsplit
 
@@ -52,10 +58,14 @@ Wanted = Callable[[], Awaitable[dict[int, Endpoint]]]
 
 
 class SimulatedEndpoints:
-    def __init__(self, wanted: Wanted, *, interval: float = 1.0) -> None:
+    def __init__(self, wanted: Wanted, *, interval: float = 1.0, hold: float = 10.0) -> None:
         self.wanted = wanted
         self.interval = interval
+        self.hold = hold
         self._servers: dict[int, tuple[Endpoint, asyncio.Server]] = {}
+        # Opened by open_now before `wanted` names them: node port -> (endpoint, held until).
+        self._held: dict[int, tuple[Endpoint, float]] = {}
+        self._lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
 
     @property
@@ -86,8 +96,27 @@ class SimulatedEndpoints:
 
     async def reconcile(self) -> None:
         wanted = await self.wanted()
+        async with self._lock:
+            moment = asyncio.get_running_loop().time()
+            for port, (endpoint, until) in list(self._held.items()):
+                if port in wanted or until < moment:
+                    del self._held[port]
+                else:
+                    wanted.setdefault(port, endpoint)
+            await self._open(wanted, close_others=True)
+
+    async def open_now(self, endpoints: Mapping[int, Endpoint]) -> None:
+        """Opens these endpoints at once (a service about to be reported RUNNING) and holds them
+        open until `wanted` names them or `hold` seconds pass. Once this returns, they accept
+        connections (unless another program holds the port: logged, tried again later)."""
+        async with self._lock:
+            until = asyncio.get_running_loop().time() + self.hold
+            self._held.update({port: (endpoint, until) for port, endpoint in endpoints.items()})
+            await self._open(dict(endpoints), close_others=False)
+
+    async def _open(self, wanted: dict[int, Endpoint], *, close_others: bool) -> None:
         for port, (endpoint, _) in list(self._servers.items()):
-            if wanted.get(port) != endpoint:
+            if (close_others and port not in wanted) or (port in wanted and wanted[port] != endpoint):
                 await self._close(port)
         for port, endpoint in wanted.items():
             if port in self._servers:
