@@ -31,6 +31,7 @@ import pytest
 from tortoise import Tortoise
 
 from gpupaas import db as gdb
+from gpupaas.accounts import throttle
 from gpupaas.app import create_app
 from gpupaas.bootstrap import seed
 from gpupaas.settings import Settings
@@ -113,6 +114,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
+
+
+@pytest.fixture(autouse=True)
+def _throttle_waits_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sign-in throttling's waits take no time in tests: the hostile-input, fuzz and permission
+    tests fail many sign-ins from one address and would otherwise sleep for real (15 s in the
+    hostile-input test alone). tests/accounts/test_throttle.py replaces the sleep with its own
+    recorder and checks the waits asked for; the lock itself is not affected."""
+
+    async def at_once(seconds: float) -> None:
+        await asyncio.sleep(0)
+
+    monkeypatch.setattr(throttle, "sleep", at_once)
 
 
 @dataclass
