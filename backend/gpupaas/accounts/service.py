@@ -538,6 +538,29 @@ async def _end_sessions(user_id: uuid.UUID, keep: uuid.UUID | None = None) -> in
     return await query.delete()
 
 
+async def _set_password(
+    user: User, new_password: str, *, keep: uuid.UUID | None, forget_failures: bool
+) -> None:
+    """A new password: every session of the user but `keep` ends, their open websockets are
+    checked again, and the change is audited, in one transaction (the relay woken after it).
+    `forget_failures`: a platform admin's reset also lifts a sign-in lock on the username."""
+    async with in_transaction():
+        user.password_hash = hash_password(new_password)
+        await user.save(update_fields=["password_hash"])
+        ended = await _end_sessions(user.id, keep)
+        if forget_failures:
+            await throttle.forget_user(user.username)
+        await credentials_changed(user.id)
+        await audit.record(
+            "User",
+            user.id,
+            user.username,
+            before={"password": "old"},
+            after={"password": "new", "sessionsEnded": ended},
+        )
+    outbox.notify()
+
+
 async def delete_user(actor: Actor, username: str) -> str:
     """Platform admins delete a user (not themselves). Their sessions, tokens, memberships and
     member quotas go with them and their open websockets close at once; their instances stay,
@@ -571,20 +594,7 @@ async def reset_password(actor: Actor, username: str, new_password: str) -> User
         problems.add(("input", "username"), f'user "{username[:64]}" not found', ErrorCode.NOT_FOUND)
     problems.raise_if_any()
     assert user is not None
-    async with in_transaction():
-        user.password_hash = hash_password(new_password)
-        await user.save(update_fields=["password_hash"])
-        ended = await _end_sessions(user.id)
-        await throttle.forget_user(user.username)
-        await credentials_changed(user.id)
-        await audit.record(
-            "User",
-            user.id,
-            user.username,
-            before={"password": "old"},
-            after={"password": "new", "sessionsEnded": ended},
-        )
-    outbox.notify()
+    await _set_password(user, new_password, keep=None, forget_failures=True)
     return user
 
 
@@ -616,19 +626,7 @@ async def change_password(
     keep = (
         actor.credential.id if actor.credential is not None and actor.credential.kind == "SESSION" else None
     )
-    async with in_transaction():
-        user.password_hash = hash_password(new_password)
-        await user.save(update_fields=["password_hash"])
-        ended = await _end_sessions(user.id, keep)
-        await credentials_changed(user.id)
-        await audit.record(
-            "User",
-            user.id,
-            user.username,
-            before={"password": "old"},
-            after={"password": "new", "sessionsEnded": ended},
-        )
-    outbox.notify()
+    await _set_password(user, new_password, keep=keep, forget_failures=False)
     return user
 
 
