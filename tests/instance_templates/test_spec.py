@@ -369,10 +369,14 @@ def test_the_json_form_uses_the_apis_field_names() -> None:
             {"name": "dns", "port": 53, "protocol": "UDP", "accessParams": []},
         ],
         "env": [{"key": "A", "value": "1"}, {"key": "B", "value": ""}],
+        "gpuPartition": None,
     }
 
 
-@pytest.mark.parametrize("spec", [BASE, FULL, with_(vendor="CPU", image="ubuntu:24.04")])
+@pytest.mark.parametrize(
+    "spec",
+    [BASE, FULL, with_(vendor="CPU", image="ubuntu:24.04"), with_(gpu_partition="nvidia.com/mig-1g.10gb")],
+)
 def test_json_round_trips(spec: ServiceSpec) -> None:
     # given a spec / when it goes to JSON and back / then it is the same spec
     assert spec_from_json(spec_to_json(spec)) == spec

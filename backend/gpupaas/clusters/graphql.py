@@ -11,6 +11,7 @@ from strawberry.dataloader import DataLoader
 
 from gpupaas.clusters import service
 from gpupaas.clusters.models import Cluster, ClusterStatus
+from gpupaas.core import gpu_resources
 from gpupaas.core.gpus import Vendor
 from gpupaas.graphql.common import DeletePayload, UserError, attempt, delete_payload
 from gpupaas.graphql.context import Info
@@ -61,6 +62,31 @@ class GpuResourceName:
     resource_name: str
 
 
+@strawberry.type(description="A GPU resource that the cluster's nodes of one GPU model advertise.")
+class ClusterGpuResource:
+    resource_name: str = strawberry.field(
+        description="nvidia.com/gpu, huawei.com/Ascend310P, nvidia.com/mig-1g.10gb"
+    )
+    vendor: Vendor | None = strawberry.field(
+        description="Null: a resource of a vendor gpupaas does not know."
+    )
+    gpu_model: str | None = strawberry.field(
+        description="The nodes' GPU model label; null: nodes without one."
+    )
+    partition: bool = strawberry.field(description="A partition of a GPU (a MIG profile), not whole GPUs.")
+    count: int = strawberry.field(description="Devices over the ready nodes that advertise it (allocatable).")
+    nodes: int = strawberry.field(description="How many ready nodes advertise it.")
+
+
+@strawberry.type(description="A GPU partition a service may ask for (gpuPartition) on this cluster.")
+class GpuPartition:
+    resource_name: str = strawberry.field(
+        description='The MIG profile\'s resource: "nvidia.com/mig-1g.10gb".'
+    )
+    profile: str = strawberry.field(description='As nvidia-smi names it: "1g.10gb".')
+    gpu_model: str | None = strawberry.field(description="The GPU model of the nodes that advertise it.")
+
+
 @strawberry.input
 class GpuResourceNameInput:
     vendor: Vendor
@@ -108,6 +134,33 @@ class ClusterType:
     @strawberry.field(description="The GPU models of its nodes, as its last check saw them.")
     def gpu_models(self) -> list[str]:
         return service.gpu_models(self._model)
+
+    @strawberry.field(
+        description="The GPU partitions its nodes advertise, per GPU model, as its last check saw them "
+        "(what a service's gpuPartition may name)."
+    )
+    def gpu_partitions(self) -> list[GpuPartition]:
+        return [
+            GpuPartition(resource_name=found.resource, profile=profile, gpu_model=found.model)
+            for found, profile in service.gpu_partitions(self._model)
+        ]
+
+    @strawberry.field(
+        description="Every GPU resource its ready nodes advertise per GPU model, whole GPUs and "
+        "partitions, with how many (its last check)."
+    )
+    def gpu_resources(self, info: Info) -> list[ClusterGpuResource]:
+        return [
+            ClusterGpuResource(
+                resource_name=found.resource,
+                vendor=Vendor(found.vendor) if found.vendor else None,
+                gpu_model=found.model,
+                partition=found.partition,
+                count=found.count,
+                nodes=found.nodes,
+            )
+            for found in gpu_resources.advertised(self._details(info).nodes)
+        ]
 
     @strawberry.field
     def driver(self, info: Info) -> ClusterDriver:

@@ -6,7 +6,7 @@ platform admins set what a cluster lets templates do (`templatePolicy`) and wher
 
 Only platform admins see a cluster's details: its driver, status and status message (which name
 the API server's address), nodes, settings. Everyone else sees of a cluster its name, display name
-and GPU models (`SHOWN_TO_ALL`), and only of the clusters that instances and profiles they see
+and GPU models and partitions (`SHOWN_TO_ALL`), and only of the clusters that instances and profiles they see
 run on, or, for project admins, of every cluster, to choose one for a profile."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from tortoise.transactions import in_transaction
 
 from gpupaas.audit import recorder as audit
 from gpupaas.clusters.models import Cluster, ClusterStatus
-from gpupaas.core import crypto, validation, yaml_limits
+from gpupaas.core import crypto, gpu_resources, validation, yaml_limits
 from gpupaas.core.actor import Actor
 from gpupaas.core.errors import Collector, ErrorCode, Forbidden, UserErrors
 from gpupaas.core.hooks import Hook
@@ -69,7 +69,7 @@ class ClusterIn:
 
 
 # What anyone who sees a cluster sees of it (the API's names); the rest is for platform admins.
-SHOWN_TO_ALL = ("id", "name", "displayName", "gpuModels")
+SHOWN_TO_ALL = ("id", "name", "displayName", "gpuModels", "gpuPartitions")
 
 
 def _require_chooser(actor: Actor) -> None:
@@ -97,6 +97,17 @@ def gpu_models(cluster: Cluster) -> list[str]:
     return sorted(
         {str(node["gpuModel"]).strip() for node in cluster.nodes if str(node.get("gpuModel") or "").strip()}
     )
+
+
+def gpu_partitions(cluster: Cluster) -> list[tuple[gpu_resources.AdvertisedResource, str]]:
+    """The partitions the cluster's ready nodes advertise, per GPU model, with their profiles
+    ("1g.10gb"); names only, no counts (those are for platform admins: gpuResources)."""
+    found = []
+    for advertised in gpu_resources.advertised(cluster.nodes):
+        partition = gpu_resources.parse_partition(advertised.resource)
+        if partition is not None:
+            found.append((advertised, partition.profile))
+    return found
 
 
 async def list_clusters(actor: Actor) -> list[Cluster]:

@@ -76,6 +76,10 @@ class InstanceTemplateType:
     mount_path: str = strawberry.field(description="Where the workspace volume is mounted.")
     ports: list[ContainerPort]
     env: list[KeyValue]
+    gpu_partition: str | None = strawberry.field(
+        description="A GPU partition its services ask for instead of whole GPUs: a MIG profile's "
+        'resource, like "nvidia.com/mig-1g.10gb" (NVIDIA only). Null: whole GPUs.',
+    )
     built_in: bool = strawberry.field(
         description="Shipped with gpupaas (global); platform admins may edit it but not delete it."
     )
@@ -114,6 +118,7 @@ class InstanceTemplateType:
                 for port in template.ports
             ],
             env=[KeyValue(key=e["key"], value=e["value"]) for e in template.env],
+            gpu_partition=template.gpu_partition,
             built_in=template.built_in,
             created_at=template.created_at,
             updated_at=template.updated_at,
@@ -137,6 +142,11 @@ class CreateInstanceTemplateInput:
     mount_path: str | None = strawberry.field(default=None, description='Defaults to "/workspace".')
     ports: list[ContainerPortInput] | None = None
     env: list[KeyValueInput] | None = None
+    gpu_partition: str | None = strawberry.field(
+        default=None,
+        description="A GPU partition its services ask for instead of whole GPUs: a MIG profile's "
+        'resource, like "nvidia.com/mig-1g.10gb" (NVIDIA only). Null: whole GPUs.',
+    )
 
 
 @strawberry.input(
@@ -156,6 +166,7 @@ class UpdateInstanceTemplateInput:
     mount_path: str | None = None
     ports: list[ContainerPortInput] | None = None
     env: list[KeyValueInput] | None = None
+    gpu_partition: str | None = strawberry.field(default=None, description='"" clears it (whole GPUs).')
 
 
 @strawberry.type
@@ -177,6 +188,7 @@ def _template_in(data: CreateInstanceTemplateInput | UpdateInstanceTemplateInput
         mount_path=data.mount_path,
         ports=None if data.ports is None else [p.to_service() for p in data.ports],
         env=pairs_in(data.env),
+        gpu_partition=data.gpu_partition,
     )
 
 

@@ -54,6 +54,8 @@ class InstanceTemplate(Model):
     mount_path = fields.CharField(max_length=1024)
     ports: fields.JSONField[list[dict[str, Any]]] = fields.JSONField(default=list)
     env: fields.JSONField[list[dict[str, str]]] = fields.JSONField(default=list)
+    # A MIG profile's resource (nvidia.com/mig-1g.10gb) its services ask for instead of whole GPUs.
+    gpu_partition = fields.CharField(max_length=63, null=True)
     built_in = fields.BooleanField(default=False)
     created_at = fields.DatetimeField(auto_now_add=True)
     updated_at = fields.DatetimeField(auto_now=True)
@@ -74,6 +76,7 @@ class InstanceTemplate(Model):
                 "mountPath": self.mount_path,
                 "ports": self.ports,
                 "env": self.env,
+                "gpuPartition": self.gpu_partition,
             }
         )
 
@@ -87,3 +90,4 @@ class InstanceTemplate(Model):
         self.mount_path = data["mountPath"]
         self.ports = data["ports"]
         self.env = data["env"]
+        self.gpu_partition = data["gpuPartition"]

@@ -63,6 +63,8 @@ class TemplateIn:
     mount_path: str | None = None
     ports: Sequence[Port] | None = None
     env: Sequence[tuple[str, str]] | None = None
+    # "" clears it (whole GPUs).
+    gpu_partition: str | None = None
 
 
 def is_global(owner: Project) -> bool:
@@ -145,6 +147,8 @@ def _spec_with(base: ServiceSpec, data: TemplateIn) -> ServiceSpec:
         changes["ports"] = tuple(data.ports)
     if data.env is not None:
         changes["env"] = tuple((key, value) for key, value in data.env)
+    if data.gpu_partition is not None:
+        changes["gpu_partition"] = data.gpu_partition.strip() or None
     return replace(base, **changes)
 
 

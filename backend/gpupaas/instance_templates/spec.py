@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal, get_args
 
-from gpupaas.core import quantities, validation
+from gpupaas.core import gpu_resources, quantities, validation
 from gpupaas.instance_templates import placeholders
 
 __all__ = [
@@ -106,6 +106,9 @@ class ServiceSpec:
     mount_path: str = "/workspace"
     ports: tuple[Port, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
+    # A partition of a GPU instead of whole GPUs: a MIG profile's resource (nvidia.com/mig-1g.10gb),
+    # NVIDIA only. Whether a cluster has it is checked where the service runs (service_instances).
+    gpu_partition: str | None = None
 
 
 # ---------------------------------------------------------------------------------------- checking
@@ -318,6 +321,10 @@ def check_spec(spec: ServiceSpec) -> list[tuple[Path, str]]:
     )
     _check_ports(spec, problems)
     _check_env(spec, problems)
+    if spec.gpu_partition is not None:
+        partition_problem = gpu_resources.partition_problem(spec.vendor, spec.gpu_partition)
+        if partition_problem is not None:
+            problems.append((("gpuPartition",), partition_problem))
     reported = {path for path, _ in problems}
     problems.extend((path, message) for path, message in unknown_placeholders(spec) if path not in reported)
     return sorted(problems, key=lambda problem: _path_order(problem[0]))
@@ -332,6 +339,7 @@ _FIELD_ORDER = (
     "mountPath",
     "ports",
     "env",
+    "gpuPartition",
 )
 
 
@@ -363,6 +371,7 @@ def spec_to_json(spec: ServiceSpec) -> dict[str, Any]:
             for port in spec.ports
         ],
         "env": [{"key": key, "value": value} for key, value in spec.env],
+        "gpuPartition": spec.gpu_partition,
     }
 
 
@@ -436,6 +445,7 @@ def spec_from_json(data: Mapping[str, Any]) -> ServiceSpec:
         mount_path=_get(data, "mountPath", (), str, "/workspace"),
         ports=tuple(ports),
         env=_key_values(data, "env", ()),
+        gpu_partition=_get(data, "gpuPartition", (), str, None) or None,
     )
 
 

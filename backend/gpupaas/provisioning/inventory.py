@@ -13,6 +13,8 @@ nodes:
       vendor: NVIDIA    # NVIDIA | AMD | INTEL | ASCEND
       model: H100 80GB  # optional, free text; profiles match it case-insensitively by substring
       count: 8          # GPUs on each node, at least 1
+      partitions:       # optional, NVIDIA only: MIG devices on each node, per profile resource
+        nvidia.com/mig-1g.10gb: 7
   - name: cpu
     count: 2
     cpu: 32
@@ -32,6 +34,7 @@ from typing import Any
 
 import yaml
 
+from gpupaas.core import gpu_resources
 from gpupaas.core.quantities import parse_quantity
 from gpupaas.core.validation import dns_label
 from gpupaas.provisioning.wording import type_name
@@ -54,7 +57,7 @@ VENDORS: tuple[str, ...] = (*GPU_VENDORS, "CPU")
 _NODE_NAME_RULE = 'must be lowercase letters, digits and "-", starting and ending with a letter or digit'
 _MAX_REPEAT = 1000
 _ENTRY_KEYS = ("name", "count", "cpu", "memory", "gpu")
-_GPU_KEYS = ("vendor", "model", "count")
+_GPU_KEYS = ("vendor", "model", "count", "partitions")
 
 
 class InventoryError(ValueError):
@@ -80,6 +83,8 @@ class Node:
     gpu_vendor: str
     gpu_model: str | None
     gpu_count: int
+    # MIG devices the node advertises besides its whole GPUs: (resource, count) pairs, NVIDIA only.
+    gpu_partitions: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
         problem = self.problem()
@@ -103,7 +108,22 @@ class Node:
                 return "gpu: a node of vendor CPU has no GPUs (leave out gpu.count and gpu.model)"
         elif self.gpu_count < 1:
             return f"gpu.count: a {self.gpu_vendor} node needs at least 1 GPU"
+        for resource, count in self.gpu_partitions:
+            problem = gpu_resources.partition_problem(self.gpu_vendor, resource)
+            if problem is not None:
+                return f"gpu.partitions.{resource}: {problem}"
+            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+                return f"gpu.partitions.{resource}: must be a whole number of at least 1"
         return None
+
+    def partitions(self, resource: str) -> int:
+        """How many devices of the partition `resource` the node advertises."""
+        return sum(count for name, count in self.gpu_partitions if name == resource)
+
+    @property
+    def resource_name(self) -> str:
+        """The extended resource of the node's whole GPUs (per model: core/gpu_resources.py)."""
+        return gpu_resources.resource_name(self.gpu_vendor, self.gpu_model)
 
     @property
     def cpu_millicores(self) -> int:
@@ -201,6 +221,23 @@ def _whole_number(value: object, where: str, minimum: int) -> int:
     return value
 
 
+def _partitions(value: object, vendor: str, where: str) -> tuple[tuple[str, int], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        raise InventoryError(
+            f"{where}: must be a mapping of MIG profile resources to counts (nvidia.com/mig-1g.10gb: 7), "
+            f"not {_type_in_file(value)}"
+        )
+    found: list[tuple[str, int]] = []
+    for resource, count in value.items():
+        problem = gpu_resources.partition_problem(vendor, str(resource))
+        if problem is not None:
+            raise InventoryError(f"{where}.{resource}: {problem}")
+        found.append((str(resource), _whole_number(count, f"{where}.{resource}", 1)))
+    return tuple(found)
+
+
 def _entry(data: object, index: int, prefix: str) -> tuple[Node, ...]:
     name = data.get("name") if isinstance(data, dict) else None
     where = f"{prefix}nodes[{index}]" + (f" ({name})" if isinstance(name, str) and name else "")
@@ -221,6 +258,7 @@ def _entry(data: object, index: int, prefix: str) -> tuple[Node, ...]:
     cpu = _quantity(data, "cpu", where)
     memory = _quantity(data, "memory", where)
     vendor, model, gpus = "CPU", None, 0
+    partitions: tuple[tuple[str, int], ...] = ()
     gpu = data.get("gpu")
     if gpu is not None:
         if not isinstance(gpu, dict):
@@ -238,13 +276,22 @@ def _entry(data: object, index: int, prefix: str) -> tuple[Node, ...]:
         if "count" not in gpu:
             raise InventoryError(f"{where}.gpu.count: is required (GPUs on each node, at least 1)")
         gpus = _whole_number(gpu["count"], f"{where}.gpu.count", 1)
+        partitions = _partitions(gpu.get("partitions"), vendor, f"{where}.gpu.partitions")
     names = [name] if repeat is None else [f"{name}-{i}" for i in range(repeat)]
     for node_name in names:
         if len(node_name) > 63:
             raise InventoryError(f"{where}.name: {node_name!r} is longer than 63 characters")
     try:
         return tuple(
-            Node(name=n, cpu=cpu, memory=memory, gpu_vendor=vendor, gpu_model=model, gpu_count=gpus)
+            Node(
+                name=n,
+                cpu=cpu,
+                memory=memory,
+                gpu_vendor=vendor,
+                gpu_model=model,
+                gpu_count=gpus,
+                gpu_partitions=partitions,
+            )
             for n in names
         )
     except InventoryError as error:  # pragma: no cover - the checks above catch everything first

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpupaas.core import gpu_resources
 from gpupaas.provisioning.inputs import InputDefinition, typed_value
 from gpupaas.provisioning.render.policy import (
     CONFINED_NAMESPACE_LABELS,
@@ -21,15 +22,9 @@ from gpupaas.provisioning.render.policy import (
 from gpupaas.provisioning.render.problems import Problem, TemplateError
 from gpupaas.provisioning.render.rendering import OutputDefinition, RenderContext, render
 
-# The extended resource each vendor's device plugin advertises.
-GPU_RESOURCE_NAMES: dict[str, str] = {
-    "NVIDIA": "nvidia.com/gpu",
-    "AMD": "amd.com/gpu",
-    "INTEL": "gpu.intel.com/i915",
-    "ASCEND": "huawei.com/Ascend910",
-    # CPU-only profiles still name a resource: a quota of 0 GPUs is a real limit.
-    "CPU": "nvidia.com/gpu",
-}
+# The extended resource each vendor's device plugin advertises, when the GPU model says nothing more
+# (core/gpu_resources.py: Ascend's is per chip).
+GPU_RESOURCE_NAMES: dict[str, str] = dict(gpu_resources.DEFAULT_RESOURCE_NAMES)
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
 # The objects of a compute instance carry its id in INSTANCE_LABEL; those of a GPU service
@@ -134,8 +129,7 @@ def build_plan(
     is `refused` when the rendered objects break the confinement or give more than the profile
     (its quota), and the instance's Namespace gets gpupaas's Pod Security level."""
     vendor = str(resources["gpuVendor"])
-    names = {**GPU_RESOURCE_NAMES, **(gpu_resource_names or {})}
-    resource_name = names.get(vendor, "nvidia.com/gpu")
+    resource_name = gpu_resources.resource_name(vendor, resources.get("gpuModel"), gpu_resource_names)
     namespace = namespace_for(project, instance_name, instance_id)
     typed: dict[str, str | int | float | bool] = {}
     for definition in input_definitions:

@@ -19,6 +19,7 @@ from gpupaas.catalog.models import ComputeProfile
 from gpupaas.clusters import service as clusters
 from gpupaas.clusters.models import Cluster
 from gpupaas.compute import owners
+from gpupaas.core import gpu_resources
 from gpupaas.core.actor import Actor
 from gpupaas.core.errors import NotFound
 from gpupaas.core.gpus import Vendor
@@ -98,7 +99,8 @@ def _models(cluster: Cluster, held: Sequence[Holding]) -> dict[tuple[str, str | 
         count = int(node.get("gpuCount") or 0)
         if count <= 0:
             continue
-        vendor = vendors.get(str(node.get("gpuResource") or ""), str(node.get("gpuResource") or "GPU"))
+        resource = str(node.get("gpuResource") or "")
+        vendor = vendors.get(resource) or gpu_resources.vendor_of(resource) or resource or "GPU"
         model = str(node.get("gpuModel") or "").strip() or None
         key = (vendor, model)
         found.setdefault(key, ModelCapacity(vendor=vendor, model=model, capacity=0)).capacity += count

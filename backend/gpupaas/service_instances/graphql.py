@@ -103,7 +103,13 @@ class ServiceInstanceType:
     mount_path: str
     ports: list[ContainerPort]
     env: list[KeyValue]
-    gpu_count: int
+    gpu_count: int = strawberry.field(
+        description="How many GPUs it asks for, or how many devices of its gpuPartition."
+    )
+    gpu_partition: str | None = strawberry.field(
+        description="The GPU partition it asks for (a MIG profile's resource, like "
+        '"nvidia.com/mig-1g.10gb"); null: whole GPUs.'
+    )
     status: ServiceStatus
     status_message: str | None
     created_at: datetime
@@ -198,6 +204,7 @@ class ServiceInstanceType:
             ],
             env=[KeyValue(key=k, value=v) for k, v in spec.env],
             gpu_count=service.gpu_count,
+            gpu_partition=spec.gpu_partition,
             status=service.status,
             status_message=service.status_message,
             created_at=service.created_at,
@@ -221,6 +228,11 @@ class CreateServiceInstanceInput:
     command: list[str] | None = None
     env: list[KeyValueInput] | None = None
     ports: list[ContainerPortInput] | None = None
+    gpu_partition: str | None = strawberry.field(
+        default=None,
+        description="Null: the template's; \"\" for whole GPUs; else a partition the compute instance's "
+        "cluster advertises for its GPU model (Cluster.gpuPartitions).",
+    )
     start: bool | None = None
 
 
@@ -290,6 +302,7 @@ class ServiceInstanceMutation:
             name=input.name,
             display_name=input.display_name,
             gpu_count=input.gpu_count,
+            gpu_partition=input.gpu_partition,
             command=input.command,
             env=pairs_in(input.env),
             ports=None if input.ports is None else [p.to_service() for p in input.ports],

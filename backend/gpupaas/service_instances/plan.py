@@ -6,8 +6,10 @@ service's own label (`owner_label` gpupaas.io/service), so that applying, watchi
 them never touches the compute instance's objects or another service's. `within` names the
 compute instance: a driver admits no capacity for the service, only its compute instance's quota.
 
-Resources. The GPUs are the service's `gpu_count` of the vendor's resource. CPU and memory follow
-the GPUs: a service with n of its compute instance's N GPUs gets n/N of the instance's CPU and
+Resources. The GPUs are the service's `gpu_count` of the vendor's (and GPU model's) resource, or of
+its partition's (`spec.gpu_partition`, a MIG profile: each device its share of a GPU in what
+follows). CPU and memory follow the GPUs: a service with n of its compute instance's N GPUs gets
+n/N of the instance's CPU and
 memory (requests = limits), so that one service on a one-GPU instance has all of it and the
 instance's quota still fits every GPU service it can hold. A service without GPUs sets none and
 gets the namespace's LimitRange defaults. The workspace claim gets the same share of the
@@ -31,9 +33,10 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+from gpupaas.core import gpu_resources
 from gpupaas.core.quantities import parse_quantity
 from gpupaas.instance_templates.spec import ServiceSpec
-from gpupaas.provisioning.plan import GPU_RESOURCE_NAMES, SERVICE_LABEL, Plan, namespace_for
+from gpupaas.provisioning.plan import SERVICE_LABEL, Plan, namespace_for
 from gpupaas.provisioning.render.rendering import OutputDefinition, RenderContext
 from gpupaas.service_instances.podspec import DEFAULT_WORKSPACE_SIZE, build_objects
 
@@ -61,17 +64,21 @@ def _quantity(text: str) -> Fraction:
 
 
 def service_resources(
-    compute_resources: Mapping[str, Any], gpu_count: int
+    compute_resources: Mapping[str, Any], gpu_count: int, partition: str | None = None
 ) -> tuple[str | None, str | None, str]:
-    """(cpu, memory, workspace size) of a service with `gpu_count` GPUs in a compute instance with
-    `compute_resources` (its snapshot's resources); cpu and memory None: the namespace's defaults."""
+    """(cpu, memory, workspace size) of a service with `gpu_count` GPUs (or devices of `partition`,
+    each its share of a GPU) in a compute instance with `compute_resources` (its snapshot's
+    resources); cpu and memory None: the namespace's defaults."""
     total = int(compute_resources.get("gpuCount") or 0)
     storage = _quantity(str(compute_resources["storage"]))
     default_workspace = _quantity(DEFAULT_WORKSPACE_SIZE)
     if gpu_count <= 0 or total <= 0:
         workspace = min(storage, default_workspace)
         return None, None, _bytes(workspace) if workspace >= 2**20 else DEFAULT_WORKSPACE_SIZE
-    share = Fraction(min(gpu_count, total), total)
+    gpus = gpu_count * (
+        gpu_resources.partition_share(partition, compute_resources.get("gpuModel")) if partition else 1
+    )
+    share = min(Fraction(gpus), Fraction(total)) / total
     cpu = _quantity(str(compute_resources["cpu"])) * share
     memory = _quantity(str(compute_resources["memory"])) * share
     workspace = storage * share
@@ -115,11 +122,13 @@ def build_service_plan(
     `generated` (the pod reads them from a Secret: podspec.py), or `spec` is resolved. Raises
     ValueError for what cannot make valid objects (a spec that passed check_spec, its values and a
     checked gpu_count always can)."""
-    names = {**GPU_RESOURCE_NAMES, **(gpu_resource_names or {})}
-    resource_name = names.get(spec.vendor, GPU_RESOURCE_NAMES["NVIDIA"])
-    namespace = namespace_for(project, compute_name, compute_id)
-    cpu, memory, workspace = service_resources(compute_resources, gpu_count)
     gpu_model = compute_resources.get("gpuModel") or None
+    # A partition is its own resource (nvidia.com/mig-1g.10gb); whole GPUs are the vendor's and model's.
+    resource_name = spec.gpu_partition or gpu_resources.resource_name(
+        spec.vendor, gpu_model, gpu_resource_names
+    )
+    namespace = namespace_for(project, compute_name, compute_id)
+    cpu, memory, workspace = service_resources(compute_resources, gpu_count, spec.gpu_partition)
     manifests = build_objects(
         spec=spec,
         name=name,

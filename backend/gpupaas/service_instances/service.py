@@ -25,10 +25,11 @@ import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import Any
 
 from tortoise.exceptions import IntegrityError
-from tortoise.functions import Count, Sum
+from tortoise.functions import Count
 from tortoise.transactions import in_transaction
 
 from gpupaas.accounts.models import Project
@@ -40,7 +41,7 @@ from gpupaas.compute import service as compute
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.compute.run_kind import COMPUTE
 from gpupaas.compute.states import DeploymentStatus
-from gpupaas.core import crypto, validation
+from gpupaas.core import crypto, gpu_resources, validation
 from gpupaas.core.actor import Actor
 from gpupaas.core.errors import Collector, ErrorCode, Forbidden, NotFound, UserErrors
 from gpupaas.core.ids import parse_id
@@ -56,6 +57,7 @@ from gpupaas.instance_templates.spec import (
     resolve,
     spec_to_json,
 )
+from gpupaas.provisioning.registry import ClusterDriver
 from gpupaas.runs import lifecycle as runs
 from gpupaas.runs.models import DeploymentRun
 from gpupaas.runs.states import RunAction
@@ -227,14 +229,32 @@ async def connect(
 # ---------------------------------------------------------------- GPUs
 
 
-async def _gpus_used(compute_instance_id: uuid.UUID, *, besides: uuid.UUID | None = None) -> int:
+def _gpus_asked(gpu_count: int, partition: str | None, model: str | None) -> Fraction:
+    """How much of its compute instance's GPUs a service takes: its GPUs, or its partitions' share
+    of a GPU each (core/gpu_resources.py: a MIG 1g device is 1/7 of a GPU)."""
+    return gpu_count * gpu_resources.partition_share(partition, model) if partition else Fraction(gpu_count)
+
+
+def _amount(value: Fraction) -> str:
+    """A number of GPUs as people read it: "2", "3/7", "1 2/7"."""
+    whole, part = divmod(value, 1)
+    if not part:
+        return str(whole)
+    return f"{whole} {part}" if whole else str(part)
+
+
+async def _gpus_used(instance: ComputeInstance, *, besides: uuid.UUID | None = None) -> Fraction:
     query = ServiceInstance.filter(
-        compute_instance_id=compute_instance_id, status__in=list(states.HOLDS_GPUS), gpu_count__gt=0
+        compute_instance_id=instance.id, status__in=list(states.HOLDS_GPUS), gpu_count__gt=0
     )
     if besides is not None:
         query = query.exclude(id=besides)
-    rows = await query.annotate(total=Sum("gpu_count")).values("total")
-    return int((rows[0]["total"] if rows else 0) or 0)
+    model = instance.profile_snapshot.resources.gpu_model
+    rows = await query.values_list("gpu_count", "spec")
+    return sum(
+        (_gpus_asked(int(count), (spec or {}).get("gpuPartition"), model) for count, spec in rows),
+        Fraction(0),
+    )
 
 
 def _gpus_of(instance: ComputeInstance) -> tuple[int, str]:
@@ -243,22 +263,70 @@ def _gpus_of(instance: ComputeInstance) -> tuple[int, str]:
 
 
 async def _check_quota(
-    field: tuple[str, ...], instance: ComputeInstance, gpu_count: int, besides: uuid.UUID | None
+    field: tuple[str, ...],
+    instance: ComputeInstance,
+    gpu_count: int,
+    besides: uuid.UUID | None,
+    partition: str | None = None,
 ) -> None:
-    """QUOTA_EXCEEDED when `gpu_count` more GPUs do not fit what the compute instance has left."""
+    """QUOTA_EXCEEDED when `gpu_count` more GPUs (or devices of `partition`) do not fit what the
+    compute instance has left."""
     if gpu_count <= 0:
         return
     total, _ = _gpus_of(instance)
-    used = await _gpus_used(instance.id, besides=besides)
-    if used + gpu_count > total:
-        free = max(total - used, 0)
+    asked = _gpus_asked(gpu_count, partition, instance.profile_snapshot.resources.gpu_model)
+    used = await _gpus_used(instance, besides=besides)
+    if used + asked > total:
+        free = max(total - used, Fraction(0))
+        what = f"{gpu_count} {partition} ({_amount(asked)} of a GPU)" if partition else str(gpu_count)
         raise UserErrors.one(
             field,
             f'compute instance "{instance.name}" has {total} GPU{"" if total == 1 else "s"}, '
-            f"{used} of them used by its other service instances: {gpu_count} requested, {free} free "
-            "(stop another service instance, or ask for fewer)",
+            f"{_amount(used)} of them used by its other service instances: {what} requested, "
+            f"{_amount(free)} free (stop another service instance, or ask for fewer)",
             ErrorCode.QUOTA_EXCEEDED,
         )
+
+
+async def _cluster_of(instance: ComputeInstance) -> Cluster | None:
+    cluster_id = instance.profile_snapshot.cluster_id
+    if cluster_id:
+        return await Cluster.get_or_none(id=cluster_id)
+    return await Cluster.get_or_none(is_default=True)
+
+
+async def _check_partition(
+    problems: Collector, spec: ServiceSpec, instance: ComputeInstance, gpu_count: int
+) -> None:
+    """A partition must be one the compute instance's cluster has for its GPU model: one that a
+    node of that model advertises (the cluster's last check: checkCluster)."""
+    field = ("input", "gpuPartition")
+    if spec.gpu_partition is None or any(problem.field == field for problem in problems.problems):
+        return
+    if gpu_count < 1:
+        problems.add(field, "a partition needs gpuCount 1 or more (devices of it); or clear gpuPartition")
+        return
+    cluster = await _cluster_of(instance)
+    if cluster is None:
+        problems.add(field, "no cluster is registered: there is nowhere to look for partitions")
+        return
+    model = instance.profile_snapshot.resources.gpu_model
+    exact = cluster.driver == ClusterDriver.KUBERNETES
+    offered = [
+        found
+        for found in gpu_resources.advertised(cluster.nodes)
+        if found.partition and gpu_resources.model_matches(model, found.model, exact=exact)
+    ]
+    if spec.gpu_partition in {found.resource for found in offered}:
+        return
+    nodes = f"{model} nodes" if model else "nodes"
+    listed = ", ".join(f"{found.resource} ({found.model or 'no model'}, {found.count})" for found in offered)
+    problems.add(
+        field,
+        f'cluster "{cluster.display_name}" has no {nodes} that advertise {spec.gpu_partition}: '
+        + (f"its {nodes} have {listed}" if listed else f"its {nodes} advertise no partitions")
+        + " (as its last check saw them; checkCluster looks again)",
+    )
 
 
 def _check_gpu_count(
@@ -277,11 +345,12 @@ def _check_gpu_count(
             f"{'no GPUs' if vendor == 'CPU' or not total else vendor + ' GPUs'}: choose a {vendor} template, "
             "or set gpuCount to 0 to run it without GPUs",
         )
-    elif gpu_count > total:
+    elif _gpus_asked(gpu_count, spec.gpu_partition, instance.profile_snapshot.resources.gpu_model) > total:
+        whole = f"{gpu_count} {spec.gpu_partition}" if spec.gpu_partition else str(gpu_count)
         problems.add(
             field,
             f'compute instance "{instance.name}" has {total} GPU{"" if total == 1 else "s"}: '
-            f"{gpu_count} can never fit (set gpuCount to {total} or less)",
+            f"{whole} can never fit (ask for fewer)",
             ErrorCode.QUOTA_EXCEEDED,
         )
 
@@ -315,6 +384,8 @@ class ServiceIn:
     command: Sequence[str] | None = None
     env: Sequence[tuple[str, str]] | None = None
     ports: Sequence[Port] | None = None
+    # None: the template's; "": whole GPUs.
+    gpu_partition: str | None = None
     start: bool = True
 
 
@@ -373,11 +444,14 @@ async def create_service(actor: Actor, data: ServiceIn, *, secret_key: str) -> S
         changes["env"] = tuple((key, value) for key, value in data.env)
     if data.ports is not None:
         changes["ports"] = tuple(data.ports)
+    if data.gpu_partition is not None:
+        changes["gpu_partition"] = data.gpu_partition.strip() or None
     spec = replace(spec, **changes)
     for path, message in check_spec(spec):
         problems.add(("input", *path), message)
     gpu_count = data.gpu_count if data.gpu_count is not None else (0 if spec.vendor == "CPU" else 1)
     _check_gpu_count(problems, spec, instance, gpu_count)
+    await _check_partition(problems, spec, instance, gpu_count)
     problems.raise_if_any()
     _require_deployed(instance, ("input", "computeInstance"), "create a service instance")
     values = generate_values(sorted(find_placeholders(spec)))
@@ -410,7 +484,7 @@ async def create_service(actor: Actor, data: ServiceIn, *, secret_key: str) -> S
             locked = await runs.locked(COMPUTE, instance.id)
             _require_deployed(locked, ("input", "computeInstance"), "create a service instance")
             if data.start:
-                await _check_quota(("input", "gpuCount"), locked, gpu_count, None)
+                await _check_quota(("input", "gpuCount"), locked, gpu_count, None, spec.gpu_partition)
             await service.save()
             if data.start:
                 await runs.queue(SERVICES, service, RunAction.START)
@@ -448,7 +522,9 @@ async def request(
             instance = await runs.locked(COMPUTE, service.compute_instance_id)
             _require_deployed(instance, ("id",), f"{what.value} it")
             if what == Request.START:
-                await _check_quota(("id",), instance, service.gpu_count, service.id)
+                await _check_quota(
+                    ("id",), instance, service.gpu_count, service.id, service.spec_model().gpu_partition
+                )
         await runs.write_status(SERVICES, service, status, reason)
         await runs.queue(SERVICES, service, states.action_of(what), reason=reason)
         await runs.announce(SERVICES, service)

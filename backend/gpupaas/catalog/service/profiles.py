@@ -55,7 +55,7 @@ from gpupaas.catalog.service.templates import template_scope
 from gpupaas.catalog.service.visibility import ShownProfile, profiles_shown, project_for_listing
 from gpupaas.clusters.models import Cluster
 from gpupaas.clusters.service import cluster_for_profile, default_cluster, gpu_models, gpu_resource_names
-from gpupaas.core import quantities, validation
+from gpupaas.core import gpu_resources, quantities, validation
 from gpupaas.core.actor import Actor
 from gpupaas.core.crypto import Sealer
 from gpupaas.core.errors import Collector, ErrorCode, Forbidden, InvalidArgument, Problem, UserErrors
@@ -295,7 +295,7 @@ async def _check_confinement(
         gpu_count=profile.gpu_count,
         gpu_vendor=profile.gpu_vendor.value,
         gpu_model=profile.gpu_model,
-        gpu_resource_name=names.get(profile.gpu_vendor.value, names["NVIDIA"]),
+        gpu_resource_name=gpu_resources.resource_name(profile.gpu_vendor.value, profile.gpu_model, names),
     )
     found = confinement_check(version.resources, defs, context)
     if not found:

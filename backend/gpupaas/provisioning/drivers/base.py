@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
 
+from gpupaas.core import gpu_resources
 from gpupaas.provisioning.plan import Plan
 
 Progress = Callable[[str], Awaitable[None]]
@@ -76,6 +77,7 @@ KNOWN_GPU_RESOURCES = frozenset(
         "gpu.intel.com/xe",
         "huawei.com/Ascend910",
         "huawei.com/Ascend310",
+        "huawei.com/Ascend310P",
     }
 )
 
@@ -93,10 +95,14 @@ class NodeInfo:
 
     @property
     def gpu_resource(self) -> str | None:
-        """The node's main GPU resource: the one it has most of (a known one on a tie)."""
+        """The node's main GPU resource: the one it has most of (a known one on a tie), whole GPUs
+        before partitions (a node with MIG devices still counts its whole GPUs as its GPUs)."""
         if not self.gpus:
             return None
-        return max(self.gpus, key=lambda n: (self.gpus[n], n in KNOWN_GPU_RESOURCES, n))
+        return max(
+            self.gpus,
+            key=lambda n: (not gpu_resources.is_partition(n), self.gpus[n], n in KNOWN_GPU_RESOURCES, n),
+        )
 
     def to_json(self) -> dict[str, Any]:
         resource = self.gpu_resource

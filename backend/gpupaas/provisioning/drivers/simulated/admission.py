@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpupaas.core import gpu_resources
 from gpupaas.core.quantities import parse_quantity
 from gpupaas.provisioning.inventory import Inventory, Node
 from gpupaas.provisioning.models import SimulatedAllocation
@@ -105,6 +106,13 @@ class Request:
 
     def matches(self, node: Node) -> bool:
         if node.gpu_vendor != self.vendor or node.gpu_count == 0:
+            return False
+        # The device plugin's resource is per chip for some vendors (Ascend 310P vs 910B): a pod
+        # asking for huawei.com/Ascend910 never lands on a node that advertises huawei.com/Ascend310P.
+        node_resource = gpu_resources.resource_name(
+            node.gpu_vendor, node.gpu_model, {self.vendor: self.resource_name}
+        )
+        if node_resource != self.resource_name:
             return False
         if self.model is None:
             return True

@@ -29,6 +29,7 @@ from typing import Any
 
 from tortoise.transactions import in_transaction
 
+from gpupaas.core import gpu_resources
 from gpupaas.provisioning.drivers.base import (
     Applied,
     ClusterInfo,
@@ -52,7 +53,7 @@ from gpupaas.provisioning.drivers.simulated.state import (
 )
 from gpupaas.provisioning.inventory import Inventory
 from gpupaas.provisioning.models import AllocationPhase, SimulatedAllocation
-from gpupaas.provisioning.plan import GPU_RESOURCE_NAMES, DriverError, PermanentError, Plan, TemporaryError
+from gpupaas.provisioning.plan import DriverError, PermanentError, Plan, TemporaryError
 from gpupaas.provisioning.render.problems import TemplateError
 from gpupaas.provisioning.render.rendering import render_outputs
 from gpupaas.provisioning.render.schema import validate_manifest
@@ -110,7 +111,7 @@ class SimulatedDriver:
 
         if plan.within is not None:
             await self._phase(report, f"Scheduling {plan.instance_name} in namespace {plan.namespace}")
-            row, message = await admit_within(plan, request, replicas)
+            row, message = await admit_within(plan, request, replicas, self.inventory)
         else:
             await self._phase(report, request.describe())
             row, message = await admit_instance(self.inventory, plan, request)
@@ -232,14 +233,21 @@ class SimulatedDriver:
         await stop.wait()
 
     async def check(self, gpu_resource_names: Mapping[str, str] | None = None) -> ClusterInfo:
-        """The inventory's nodes, each GPU node's GPUs under its vendor's resource name."""
-        names = {**GPU_RESOURCE_NAMES, **(gpu_resource_names or {})}
+        """The inventory's nodes, each GPU node's GPUs under its vendor's and model's resource name
+        (core/gpu_resources.py), and its MIG partitions under theirs."""
         nodes = tuple(
             NodeInfo(
                 name=node.name,
                 cpu=node.cpu,
                 memory=node.memory,
-                gpus={names[node.gpu_vendor]: node.gpu_count} if node.gpu_count else {},
+                gpus={
+                    gpu_resources.resource_name(node.gpu_vendor, node.gpu_model, gpu_resource_names): (
+                        node.gpu_count
+                    ),
+                    **dict(node.gpu_partitions),
+                }
+                if node.gpu_count
+                else {},
                 gpu_model=node.gpu_model,
             )
             for node in self.inventory.nodes

@@ -28,6 +28,7 @@ from typing import Any
 from tortoise.backends.base.client import BaseDBAsyncClient
 from tortoise.transactions import in_transaction
 
+from gpupaas.core import gpu_resources
 from gpupaas.provisioning.drivers.simulated.admission import Request, Usage, admit
 from gpupaas.provisioning.drivers.simulated.server import Server, object_key
 from gpupaas.provisioning.inventory import Inventory
@@ -105,9 +106,12 @@ async def admit_instance(
     return row, "Scheduled on " + ", ".join(share["node"] for share in shares)
 
 
-async def admit_within(plan: Plan, request: Request, replicas: int) -> tuple[SimulatedAllocation, str]:
+async def admit_within(
+    plan: Plan, request: Request, replicas: int, inventory: Inventory
+) -> tuple[SimulatedAllocation, str]:
     """A service instance's row: no capacity of its own, but its GPUs must fit the quota of the
-    compute instance it runs in (what the namespace's ResourceQuota does on a real cluster)."""
+    compute instance it runs in (what the namespace's ResourceQuota does on a real cluster). Its
+    MIG devices (a partition resource) are placed on a node of the inventory that has them free."""
     await SimulatedCluster.get_or_create(name=CLUSTER)
     gpus = request.gpus if replicas else 0
     async with in_transaction() as conn:
@@ -117,16 +121,24 @@ async def admit_within(plan: Plan, request: Request, replicas: int) -> tuple[Sim
             raise PermanentError(
                 f"namespace {plan.namespace} does not exist: its compute instance is not deployed"
             )
-        if gpus:
+        shares: list[dict[str, Any]] = []
+        if gpus and gpu_resources.is_partition(request.resource_name):
+            # A MIG device is not one of the namespace's GPUs (its quota names nvidia.com/gpu): the
+            # scheduler places it on a node that advertises a free one, of the instance's model.
+            shares = await _place_partition(conn, inventory, plan, request, gpus, parent.gpu_model)
+        elif gpus:
             counts: list[Any] = (
                 await SimulatedAllocation.filter(
                     namespace=plan.namespace, allocation_type=WITHIN, gpu_count__gt=0
                 )
                 .exclude(instance_id=plan.instance_id)
                 .using_db(conn)
-                .values_list("gpu_count", flat=True)
+                .values_list("gpu_count", "shares")
             )
-            used = sum(int(count) for count in counts)
+            # Services on MIG devices hold none of the quota's whole GPUs.
+            used = sum(
+                int(count) for count, held in counts if not any(s.get("partitions") for s in held or [])
+            )
             limit = parent.gpu_count if parent.gpu_vendor == request.vendor else 0
             if used + gpus > limit:
                 raise PermanentError(
@@ -139,7 +151,7 @@ async def admit_within(plan: Plan, request: Request, replicas: int) -> tuple[Sim
             "namespace": plan.namespace,
             "allocation_type": WITHIN,
             "nodes": [],
-            "shares": [],
+            "shares": shares,
             "gpu_vendor": request.vendor,
             "gpu_model": None,
             "gpu_count": gpus,
@@ -151,8 +163,45 @@ async def admit_within(plan: Plan, request: Request, replicas: int) -> tuple[Sim
         row = await _record_attempt(conn, plan.instance_id, row, values)
     if not replicas:
         return row, f"Scaling {plan.instance_name} to 0 replicas"
-    where = ", ".join([*parent.nodes, *(share["node"] for share in parent.shares)]) or "its nodes"
+    held = shares or [*({"node": name} for name in parent.nodes), *parent.shares]
+    where = ", ".join(dict.fromkeys(str(share["node"]) for share in held)) or "its nodes"
     return row, f"Scheduled {plan.instance_name} on {where}"
+
+
+async def _place_partition(
+    conn: Any, inventory: Inventory, plan: Plan, request: Request, count: int, model: str | None
+) -> list[dict[str, Any]]:
+    """The node that takes `count` devices of the plan's partition: the fullest of those of the
+    compute instance's GPU model that have enough free (as a bin-packing scheduler would), as the
+    row's one share, {"node", "partitions": {resource: count}}; PermanentError as the scheduler
+    says it when none has."""
+    resource = request.resource_name
+    nodes = [
+        node
+        for node in inventory.nodes
+        if node.partitions(resource) and gpu_resources.model_matches(model, node.gpu_model, exact=False)
+    ]
+    rows: list[Any] = (
+        await SimulatedAllocation.filter(allocation_type=WITHIN)
+        .exclude(instance_id=plan.instance_id)
+        .using_db(conn)
+        .values_list("shares", flat=True)
+    )
+    used: dict[str, int] = {}
+    for row_shares in rows:
+        for share in row_shares or []:
+            taken = (share.get("partitions") or {}).get(resource, 0)
+            used[str(share.get("node"))] = used.get(str(share.get("node")), 0) + int(taken)
+    free = {node.name: node.partitions(resource) - used.get(node.name, 0) for node in nodes}
+    fits = sorted((left, name) for name, left in free.items() if left >= count)
+    if not fits:
+        where = ", ".join(f"{name} {left}" for name, left in sorted(free.items())) or "no node has any"
+        of_model = f" of GPU model {model}" if model else ""
+        raise PermanentError(
+            f"0/{len(inventory.nodes)} nodes are available for {plan.instance_name}: "
+            f"Insufficient {resource}: {count} requested; free on nodes{of_model}: {where}"
+        )
+    return [{"node": fits[0][1], "partitions": {resource: count}}]
 
 
 async def store(plan: Plan, manifests: list[dict[str, Any]]) -> list[dict[str, Any]]:
