@@ -1,8 +1,9 @@
 """No sensitive value is stored in plain text, nor logged: after a template with sensitive inputs is
 written, a profile sets one, a user launches and deploys an instance with another and runs a
-JupyterLab in it (whose token gpupaas generates), every text and JSON column of every table of
-the database is searched for each of those values, on SQLite and PostgreSQL, and none is found;
-neither is any in what was logged on the way."""
+JupyterLab in it (whose token gpupaas generates) pulled with the project's image pull secret, every
+text and JSON column of every table of the database is searched for each of those values (the
+secret's password too), on SQLite and PostgreSQL, and none is found; neither is any in what was
+logged on the way."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ from tests.workers.conftest import eventually, fast, wait_status
 DEFAULT = "dflt-Pw-4c7e19"
 PROFILE_VALUE = "prof-Key-9b2d55"
 OWN_VALUE = "own-Tok-31f0aa"
+PULL_PASSWORD = "pull-Pw-77c1e4"
 
 TEMPLATE_YAML = """\
 apiVersion: v1
@@ -69,6 +71,9 @@ LAUNCH = """mutation($input: CreateComputeInstanceInput!) {
 }"""
 CREATE_SERVICE = """mutation($input: CreateServiceInstanceInput!) {
   createServiceInstance(input: $input) { serviceInstance { id } userErrors { field message } }
+}"""
+CREATE_PULL_SECRET = """mutation($input: CreateImagePullSecretInput!) {
+  createImagePullSecret(input: $input) { userErrors { field message } }
 }"""
 LINKS = "query($id: ID!) { serviceInstance(id: $id) { connect { port url } } }"
 
@@ -206,7 +211,22 @@ async def test_no_sensitive_value_is_stored_or_logged_in_plain_text(
     outputs = "query($id: ID!) { computeInstance(id: $id) { outputs { key value } } }"
     shown = (await gql.data(outputs, {"id": instance_id}, token=alice.token))["computeInstance"]["outputs"]
     assert {o["key"]: o["value"] for o in shown} == {"dsn": f"postgres://app:{DEFAULT}@db", "key": OWN_VALUE}
-    # and runs a JupyterLab in it, whose token gpupaas generates
+    # and runs a JupyterLab in it, whose token gpupaas generates, pulled with the project's
+    # image pull secret
+    made = await gql.data(
+        CREATE_PULL_SECRET,
+        {
+            "input": {
+                "project": "ml",
+                "name": "reg",
+                "registry": "ghcr.io",
+                "username": "bot",
+                "password": PULL_PASSWORD,
+            }
+        },
+        token=boss.token,
+    )
+    assert made["createImagePullSecret"]["userErrors"] == []
     jupyter = await InstanceTemplate.get(name="jupyterlab-pytorch")
     service = await _data(
         gql,
@@ -217,6 +237,7 @@ async def test_no_sensitive_value_is_stored_or_logged_in_plain_text(
                 "computeInstance": instance_id,
                 "template": str(jupyter.id),
                 "name": "lab",
+                "imagePullSecret": "reg",
             }
         },
         alice.token,
@@ -240,12 +261,12 @@ async def test_no_sensitive_value_is_stored_or_logged_in_plain_text(
         f"{record.getMessage()} {record.exc_text or ''} {record.args!r}" for record in caplog.records
     )
     assert "INSERT INTO" in logged  # the queries were logged, with their values
-    for secret in (DEFAULT, PROFILE_VALUE, OWN_VALUE, token):
+    for secret in (DEFAULT, PROFILE_VALUE, OWN_VALUE, PULL_PASSWORD, token):
         assert secret not in logged, secret
 
     # and no table holds any of them in plain text
     started = time.monotonic()
-    for secret in (DEFAULT, PROFILE_VALUE, OWN_VALUE, token):
+    for secret in (DEFAULT, PROFILE_VALUE, OWN_VALUE, PULL_PASSWORD, token):
         assert await occurrences(secret) == [], secret
     # while the search does find what is there: the instance's name, and the Secret the cluster
     # keeps, base64 (as etcd holds a Secret)

@@ -31,6 +31,7 @@ MODEL_MODULES = [
     "gpupaas.webhooks.models",
     "gpupaas.schedules.models",
     "gpupaas.ssh_keys.models",
+    "gpupaas.pull_secrets.models",
 ]
 
 

@@ -105,6 +105,7 @@ class World:
     global_instance_template: str
     spares: dict[str, list[str]] = field(default_factory=dict)
     webhook: str = ""  # a webhook of "ml"
+    pull_secret: str = ""  # an image pull secret of "ml"
 
     def take(self, what: str) -> str:
         return self.spares[what].pop()
@@ -353,6 +354,26 @@ CASES: dict[str, list[Case]] = {
         Case(lambda w: {"input": {"vendor": "NVIDIA", "model": "H100", "pricePerGpuHour": "2"}}, PLATFORM)
     ],
     "Mutation.deleteGpuPrice": [Case(lambda w: {"id": w.take("gpu_prices")}, PLATFORM)],
+    # ------------------------------------------------------------ image pull secrets (the project's admins)
+    "Query.imagePullSecrets": [Case(lambda w: {"project": "ml"}, READ)],
+    "Mutation.createImagePullSecret": [
+        Case(
+            lambda w: {
+                "input": {
+                    "project": "ml",
+                    "name": _uniq("ps"),
+                    "registry": "ghcr.io",
+                    "username": "u",
+                    "password": "p",
+                }
+            },
+            WRITE,
+        )
+    ],
+    "Mutation.updateImagePullSecret": [
+        Case(lambda w: {"input": {"id": w.pull_secret, "username": "v"}}, WRITE)
+    ],
+    "Mutation.deleteImagePullSecret": [Case(lambda w: {"id": w.take("pull_secrets")}, WRITE)],
     # ------------------------------------------------------------ webhooks (the project's admins)
     "Query.webhooks": [Case(lambda w: {"project": "ml"}, WRITE)],
     "Query.webhook": [Case(lambda w: {"id": w.webhook}, WRITE)],
@@ -529,6 +550,7 @@ async def _world() -> tuple[World, dict[str, str | None]]:
     await ComputeInstance.filter(id=box.id).update(status=DeploymentStatus.SUCCESS)
     services = await _services(owner, str(box.id), instance_template)
     webhook, *webhooks = await _webhooks(admin)
+    pull_secret, *pull_secrets = await _pull_secrets(admin)
     armed_instances = await instances(DeploymentStatus.SUCCESS)
     in_an_hour = runs.now() + timedelta(hours=1)
     await ComputeInstance.filter(id__in=armed_instances).update(
@@ -546,6 +568,7 @@ async def _world() -> tuple[World, dict[str, str | None]]:
         instance_template=instance_template,
         global_instance_template=global_instance_template,
         webhook=webhook,
+        pull_secret=pull_secret,
         spares={
             "admin_tokens": admin_tokens,
             "admin_ssh_keys": admin_ssh_keys,
@@ -568,6 +591,7 @@ async def _world() -> tuple[World, dict[str, str | None]]:
             "instance_templates": instance_templates,
             "global_instance_templates": global_instance_templates,
             "webhooks": webhooks,
+            "pull_secrets": pull_secrets,
             **services,
         },
     )
@@ -592,6 +616,18 @@ async def _instance_templates(project: str | None) -> list[str]:
     for _ in range(len(ROLES) + 1):
         data = instance_templates.TemplateIn(name=_uniq("it"), vendor=Vendor.CPU, image="ubuntu")
         made.append(str((await instance_templates.create_template(root, project, data)).id))
+    return made
+
+
+async def _pull_secrets(admin: Person) -> list[str]:
+    """An image pull secret of "ml", and a spare for each caller to delete."""
+    from gpupaas.pull_secrets import service as pull_secrets
+
+    actor = await accounts.actor_for(admin.user)
+    made = []
+    for _ in range(len(ROLES) + 1):
+        data = pull_secrets.PullSecretIn(name=_uniq("ps"), registry="ghcr.io", username="u", password="p")
+        made.append(str((await pull_secrets.create_secret(actor, "ml", data, secret_key="k" * 64)).id))
     return made
 
 

@@ -370,12 +370,19 @@ def test_the_json_form_uses_the_apis_field_names() -> None:
         ],
         "env": [{"key": "A", "value": "1"}, {"key": "B", "value": ""}],
         "gpuPartition": None,
+        "imagePullSecret": None,
     }
 
 
 @pytest.mark.parametrize(
     "spec",
-    [BASE, FULL, with_(vendor="CPU", image="ubuntu:24.04"), with_(gpu_partition="nvidia.com/mig-1g.10gb")],
+    [
+        BASE,
+        FULL,
+        with_(vendor="CPU", image="ubuntu:24.04"),
+        with_(gpu_partition="nvidia.com/mig-1g.10gb"),
+        with_(image_pull_secret="ngc"),
+    ],
 )
 def test_json_round_trips(spec: ServiceSpec) -> None:
     # given a spec / when it goes to JSON and back / then it is the same spec

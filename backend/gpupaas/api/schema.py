@@ -31,6 +31,7 @@ from gpupaas.graphql.extensions import ErrorPolicy, ExtensionsRunner, Logged, Me
 from gpupaas.graphql.response_cache import BumpDataVersion
 from gpupaas.instance_templates.graphql import GpuServiceMutation, GpuServiceQuery
 from gpupaas.metering.graphql import UsageMutation, UsageQuery
+from gpupaas.pull_secrets.graphql import PullSecretsMutation, PullSecretsQuery
 from gpupaas.quotas.graphql import QuotasMutation, QuotasQuery
 from gpupaas.schedules.graphql import SchedulesMutation, SchedulesQuery
 from gpupaas.service_instances.graphql import (
@@ -58,6 +59,7 @@ Query = merge_types(
         QuotasQuery,
         UsageQuery,
         WebhooksQuery,
+        PullSecretsQuery,
         SchedulesQuery,
         AuditQuery,
         SshKeysQuery,
@@ -75,6 +77,7 @@ Mutation = merge_types(
         QuotasMutation,
         UsageMutation,
         WebhooksMutation,
+        PullSecretsMutation,
         SchedulesMutation,
         SshKeysMutation,
     ),

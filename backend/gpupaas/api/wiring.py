@@ -9,7 +9,9 @@ from gpupaas.catalog.service import profiles as catalog
 from gpupaas.clusters import service as clusters
 from gpupaas.compute import graphql as compute_graphql
 from gpupaas.compute import service as compute
+from gpupaas.instance_templates import service as templates
 from gpupaas.metering import meter
+from gpupaas.pull_secrets import service as pull_secrets
 from gpupaas.quotas import service as quotas
 from gpupaas.service_instances import graphql as services_graphql
 from gpupaas.service_instances import service as services
@@ -22,6 +24,8 @@ def bind() -> None:
     compute.MOVE_SERVICES.bind(services.move_with)
     compute_graphql.SERVICES_OF.bind(services_graphql.services_of)
     # A cluster that profiles deploy to, or instances are deployed on, is not deleted.
+    # A pull secret that templates or service instances name is not deleted.
+    pull_secrets.SECRET_USERS.bind((templates.in_use, services.pull_secret_users))
     clusters.CLUSTER_USERS.bind((catalog.profiles_on, compute.instances_on))
     # A cluster's check reports the GPU models of the profiles deploying to it that no node has.
     clusters.GPU_MODELS_ON.bind(catalog.gpu_models_on)

@@ -80,6 +80,10 @@ class InstanceTemplateType:
         description="A GPU partition its services ask for instead of whole GPUs: a MIG profile's "
         'resource, like "nvidia.com/mig-1g.10gb" (NVIDIA only). Null: whole GPUs.',
     )
+    image_pull_secret: str | None = strawberry.field(
+        description="The name of an image pull secret its services pull the image with (a project "
+        "template: one of the project's; a global one: each project's secret of that name).",
+    )
     built_in: bool = strawberry.field(
         description="Shipped with gpupaas (global); platform admins may edit it but not delete it."
     )
@@ -119,6 +123,7 @@ class InstanceTemplateType:
             ],
             env=[KeyValue(key=e["key"], value=e["value"]) for e in template.env],
             gpu_partition=template.gpu_partition,
+            image_pull_secret=template.image_pull_secret,
             built_in=template.built_in,
             created_at=template.created_at,
             updated_at=template.updated_at,
@@ -147,6 +152,11 @@ class CreateInstanceTemplateInput:
         description="A GPU partition its services ask for instead of whole GPUs: a MIG profile's "
         'resource, like "nvidia.com/mig-1g.10gb" (NVIDIA only). Null: whole GPUs.',
     )
+    image_pull_secret: str | None = strawberry.field(
+        default=None,
+        description="The name of an image pull secret its services pull the image with (a project "
+        "template: one of the project's; a global one: each project's secret of that name).",
+    )
 
 
 @strawberry.input(
@@ -167,6 +177,7 @@ class UpdateInstanceTemplateInput:
     ports: list[ContainerPortInput] | None = None
     env: list[KeyValueInput] | None = None
     gpu_partition: str | None = strawberry.field(default=None, description='"" clears it (whole GPUs).')
+    image_pull_secret: str | None = strawberry.field(default=None, description='"" clears it.')
 
 
 @strawberry.type
@@ -189,6 +200,7 @@ def _template_in(data: CreateInstanceTemplateInput | UpdateInstanceTemplateInput
         ports=None if data.ports is None else [p.to_service() for p in data.ports],
         env=pairs_in(data.env),
         gpu_partition=data.gpu_partition,
+        image_pull_secret=data.image_pull_secret,
     )
 
 

@@ -56,6 +56,8 @@ class InstanceTemplate(Model):
     env: fields.JSONField[list[dict[str, str]]] = fields.JSONField(default=list)
     # A MIG profile's resource (nvidia.com/mig-1g.10gb) its services ask for instead of whole GPUs.
     gpu_partition = fields.CharField(max_length=63, null=True)
+    # The name of an image pull secret of the project the service runs in (pull_secrets).
+    image_pull_secret = fields.CharField(max_length=63, null=True)
     built_in = fields.BooleanField(default=False)
     created_at = fields.DatetimeField(auto_now_add=True)
     updated_at = fields.DatetimeField(auto_now=True)
@@ -77,6 +79,7 @@ class InstanceTemplate(Model):
                 "ports": self.ports,
                 "env": self.env,
                 "gpuPartition": self.gpu_partition,
+                "imagePullSecret": self.image_pull_secret,
             }
         )
 
@@ -91,3 +94,4 @@ class InstanceTemplate(Model):
         self.ports = data["ports"]
         self.env = data["env"]
         self.gpu_partition = data["gpuPartition"]
+        self.image_pull_secret = data["imagePullSecret"]

@@ -35,6 +35,7 @@ from gpupaas.core.search import matching
 from gpupaas.instance_templates.builtins import BUILTIN_INSTANCE_TEMPLATES
 from gpupaas.instance_templates.models import ImagePullPolicy, InstanceTemplate
 from gpupaas.instance_templates.spec import Port, ServiceSpec, check_spec
+from gpupaas.pull_secrets import service as pull_secrets
 
 __all__ = [
     "TemplateIn",
@@ -65,6 +66,8 @@ class TemplateIn:
     env: Sequence[tuple[str, str]] | None = None
     # "" clears it (whole GPUs).
     gpu_partition: str | None = None
+    # The name of one of the project's image pull secrets; "" clears it.
+    image_pull_secret: str | None = None
 
 
 def is_global(owner: Project) -> bool:
@@ -149,6 +152,8 @@ def _spec_with(base: ServiceSpec, data: TemplateIn) -> ServiceSpec:
         changes["env"] = tuple((key, value) for key, value in data.env)
     if data.gpu_partition is not None:
         changes["gpu_partition"] = data.gpu_partition.strip() or None
+    if data.image_pull_secret is not None:
+        changes["image_pull_secret"] = data.image_pull_secret.strip() or None
     return replace(base, **changes)
 
 
@@ -156,6 +161,33 @@ def _check_spec(problems: Collector, spec: ServiceSpec, skip: Sequence[str] = ()
     for path, message in check_spec(spec):
         if path[0] not in skip:
             problems.add(("input", *path), message)
+
+
+async def _check_pull_secret(problems: Collector, owner: Project, spec: ServiceSpec) -> None:
+    """A project template's pull secret is one of the project's; a global template's is looked up in
+    the project of each service that runs it (service_instances checks it there)."""
+    name = spec.image_pull_secret
+    if (
+        name is None
+        or is_global(owner)
+        or any(p.field == ("input", "imagePullSecret") for p in problems.problems)
+    ):
+        return
+    if await pull_secrets.find(owner.id, name) is None:
+        problems.add(
+            ("input", "imagePullSecret"),
+            f'project "{owner.name}" has no image pull secret "{name}" (imagePullSecrets lists them; '
+            "its admins create them)",
+            ErrorCode.NOT_FOUND,
+        )
+
+
+async def in_use(owner: Project, secret: str) -> str | None:
+    """Which of the project's templates name the pull secret `secret` (the pull_secrets hook)."""
+    names = await InstanceTemplate.filter(project_id=owner.id, image_pull_secret=secret).values_list(
+        "name", flat=True
+    )
+    return f"templates {', '.join(sorted(str(n) for n in names))}" if names else None
 
 
 def _check_description(problems: Collector, description: str | None) -> None:
@@ -199,6 +231,7 @@ async def create_template(actor: Actor, project: str | None, data: TemplateIn) -
         problems.add(("input", "image"), 'an image is required, like "ubuntu:24.04"', ErrorCode.REQUIRED)
     spec = _spec_with(ServiceSpec(vendor="CPU", image=""), data)
     _check_spec(problems, spec, skip=missing)
+    await _check_pull_secret(problems, owner, spec)
     if not problems and await InstanceTemplate.exists(project_id=owner.id, name=name):
         raise _taken(name, owner)
     problems.raise_if_any()
@@ -230,6 +263,7 @@ async def update_template(actor: Actor, template_id: str, data: TemplateIn) -> I
     _check_description(problems, data.description)
     spec = _spec_with(template.spec(), data)
     _check_spec(problems, spec)
+    await _check_pull_secret(problems, template.project, spec)
     problems.raise_if_any()
     if display is not None:
         template.display_name = display

@@ -109,6 +109,8 @@ class ServiceSpec:
     # A partition of a GPU instead of whole GPUs: a MIG profile's resource (nvidia.com/mig-1g.10gb),
     # NVIDIA only. Whether a cluster has it is checked where the service runs (service_instances).
     gpu_partition: str | None = None
+    # The name of an image pull secret of the service's project (pull_secrets), for a private image.
+    image_pull_secret: str | None = None
 
 
 # ---------------------------------------------------------------------------------------- checking
@@ -321,6 +323,10 @@ def check_spec(spec: ServiceSpec) -> list[tuple[Path, str]]:
     )
     _check_ports(spec, problems)
     _check_env(spec, problems)
+    if spec.image_pull_secret is not None:
+        problem = validation.dns_label(spec.image_pull_secret)
+        if problem is not None:
+            problems.append((("imagePullSecret",), f"must be the name of an image pull secret: {problem}"))
     if spec.gpu_partition is not None:
         partition_problem = gpu_resources.partition_problem(spec.vendor, spec.gpu_partition)
         if partition_problem is not None:
@@ -334,6 +340,7 @@ _FIELD_ORDER = (
     "vendor",
     "image",
     "imagePullPolicy",
+    "imagePullSecret",
     "command",
     "containerDisk",
     "mountPath",
@@ -372,6 +379,7 @@ def spec_to_json(spec: ServiceSpec) -> dict[str, Any]:
         ],
         "env": [{"key": key, "value": value} for key, value in spec.env],
         "gpuPartition": spec.gpu_partition,
+        "imagePullSecret": spec.image_pull_secret,
     }
 
 
@@ -446,6 +454,7 @@ def spec_from_json(data: Mapping[str, Any]) -> ServiceSpec:
         ports=tuple(ports),
         env=_key_values(data, "env", ()),
         gpu_partition=_get(data, "gpuPartition", (), str, None) or None,
+        image_pull_secret=_get(data, "imagePullSecret", (), str, None) or None,
     )
 
 

@@ -110,6 +110,9 @@ class ServiceInstanceType:
         description="The GPU partition it asks for (a MIG profile's resource, like "
         '"nvidia.com/mig-1g.10gb"); null: whole GPUs.'
     )
+    image_pull_secret: str | None = strawberry.field(
+        description="The name of the project's image pull secret its image is pulled with; null: none."
+    )
     status: ServiceStatus
     status_message: str | None
     created_at: datetime
@@ -205,6 +208,7 @@ class ServiceInstanceType:
             env=[KeyValue(key=k, value=v) for k, v in spec.env],
             gpu_count=service.gpu_count,
             gpu_partition=spec.gpu_partition,
+            image_pull_secret=spec.image_pull_secret,
             status=service.status,
             status_message=service.status_message,
             created_at=service.created_at,
@@ -232,6 +236,11 @@ class CreateServiceInstanceInput:
         default=None,
         description="Null: the template's; \"\" for whole GPUs; else a partition the compute instance's "
         "cluster advertises for its GPU model (Cluster.gpuPartitions).",
+    )
+    image_pull_secret: str | None = strawberry.field(
+        default=None,
+        description="Null: the template's; \"\" for none; else one of the project's imagePullSecrets "
+        "by name.",
     )
     start: bool | None = None
 
@@ -303,6 +312,7 @@ class ServiceInstanceMutation:
             display_name=input.display_name,
             gpu_count=input.gpu_count,
             gpu_partition=input.gpu_partition,
+            image_pull_secret=input.image_pull_secret,
             command=input.command,
             env=pairs_in(input.env),
             ports=None if input.ports is None else [p.to_service() for p in input.ports],

@@ -115,13 +115,15 @@ def build_service_plan(
     restart: str | None = None,
     annotations: Mapping[str, str] | None = None,
     generated: Mapping[str, str] | None = None,
+    registry: tuple[str, str, str] | None = None,
 ) -> Plan:
     """The plan of a service instance: running (one replica, `restart` to replace the pod) or
-    stopped (zero replicas), placed as its compute instance (`allocation`, the GPU model of
-    `compute_resources`). The values of the placeholders of `spec`'s command and env are in
-    `generated` (the pod reads them from a Secret: podspec.py), or `spec` is resolved. Raises
-    ValueError for what cannot make valid objects (a spec that passed check_spec, its values and a
-    checked gpu_count always can)."""
+        stopped (zero replicas), placed as its compute instance (`allocation`, the GPU model of
+        `compute_resources`). The values of the placeholders of `spec`'s command and env are in
+        `generated` (the pod reads them from a Secret: podspec.py), or `spec` is resolved. `registry`
+    (registry, user, password): the credentials of the spec's image pull secret. Raises
+        ValueError for what cannot make valid objects (a spec that passed check_spec, its values and a
+        checked gpu_count always can)."""
     gpu_model = compute_resources.get("gpuModel") or None
     # A partition is its own resource (nvidia.com/mig-1g.10gb); whole GPUs are the vendor's and model's.
     resource_name = spec.gpu_partition or gpu_resources.resource_name(
@@ -143,6 +145,7 @@ def build_service_plan(
         restart=restart if running else None,
         workspace_size=workspace,
         generated=generated or {},
+        registry=registry,
     )
     outputs = tuple(
         OutputDefinition(

@@ -14,7 +14,10 @@ Up to four objects, applied in this order (`build_objects`):
    (`secretKeyRef`), and the command and env refer to it as `$(GPUPAAS_<NAME>)`, which the kubelet
    expands: so the Deployment, which everyone who may read the namespace's workloads reads, and
    what a cluster stores of it hold no token, only the Secret does (as a cluster keeps Secrets).
-   A spec given already resolved (values in place) gets no Secret.
+   A spec given already resolved (values in place) gets no Secret. A service whose image comes from
+   a private registry also gets `<name>-registry` (`build_registry_secret`), of type
+   kubernetes.io/dockerconfigjson, from its project's image pull secret, which the pod names in
+   `imagePullSecrets`.
 3. The workload: a Deployment with one replica (`build_workload`), not a bare Pod. A bare Pod is
    gone for good when its node is drained or it is evicted; a Deployment makes a new one. Stop is
    `replicas: 0` and start is `replicas: 1`, which keeps the object, its Service and the node ports
@@ -59,6 +62,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import replace
@@ -247,6 +251,46 @@ def _referring(spec: ServiceSpec, generated: Mapping[str, str]) -> tuple[Service
     return referring, used
 
 
+def registry_secret_name(name: str) -> str:
+    """The Secret of the service's image pull credentials."""
+    return f"{name}-registry"
+
+
+def docker_config(registry: str, username: str, password: str) -> str:
+    """A `.dockerconfigjson` as `kubectl create secret docker-registry` writes it."""
+    auth = base64.b64encode(f"{username}:{password}".encode()).decode()
+    entry = {"username": username, "password": password, "auth": auth}
+    return json.dumps({"auths": {registry: entry}}, sort_keys=True, separators=(",", ":"))
+
+
+def build_registry_secret(
+    *,
+    name: str,
+    namespace: str,
+    instance_id: str,
+    compute_instance_id: str,
+    registry: tuple[str, str, str],
+    labels: Mapping[str, str] = _NO_LABELS,
+) -> dict[str, Any]:
+    """The Secret of type kubernetes.io/dockerconfigjson that the pod pulls its image with, from
+    the project's image pull secret (registry, user, password)."""
+    _check_identity(name, namespace, instance_id, compute_instance_id)
+    config = docker_config(*registry)
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": _metadata(
+            registry_secret_name(name),
+            namespace,
+            identity_labels(
+                name=name, instance_id=instance_id, compute_instance_id=compute_instance_id, labels=labels
+            ),
+        ),
+        "type": "kubernetes.io/dockerconfigjson",
+        "data": {".dockerconfigjson": base64.b64encode(config.encode()).decode()},
+    }
+
+
 def build_generated_secret(
     *,
     name: str,
@@ -341,6 +385,7 @@ def build_workload(
     memory: str | None = None,
     restart: str | None = None,
     generated: Mapping[str, str] = _NO_VALUES,
+    pulls_with_secret: bool = False,
 ) -> dict[str, Any]:
     """The service instance's Deployment: one replica when running, `replicas=0` when stopped.
     `restart` (the restart's id) on the pod template replaces the running pod with a new one.
@@ -402,6 +447,8 @@ def build_workload(
         "automountServiceAccountToken": False,
         "securityContext": {"fsGroup": FS_GROUP, "fsGroupChangePolicy": "OnRootMismatch"},
     }
+    if pulls_with_secret:
+        pod_spec["imagePullSecrets"] = [{"name": registry_secret_name(name)}]
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -476,9 +523,11 @@ def build_objects(
     storage_class: str | None = None,
     service_type: ServiceType = "NodePort",
     generated: Mapping[str, str] = _NO_VALUES,
+    registry: tuple[str, str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Every object of the service instance in apply order: workspace claim, the Secret of the
-    generated values its command and env use (if they use any), Deployment, Service."""
+    generated values its command and env use (if they use any), the Secret of its image pull
+    credentials (`registry`: registry, user, password; if it has any), Deployment, Service."""
     workload = build_workload(
         spec=spec,
         name=name,
@@ -493,6 +542,7 @@ def build_objects(
         memory=memory,
         restart=restart,
         generated=generated,
+        pulls_with_secret=registry is not None,
     )
     claim = build_workspace_volume(
         name=name,
@@ -527,4 +577,15 @@ def build_objects(
         if used
         else []
     )
+    if registry is not None:
+        secrets.append(
+            build_registry_secret(
+                name=name,
+                namespace=namespace,
+                instance_id=instance_id,
+                compute_instance_id=compute_instance_id,
+                registry=registry,
+                labels=labels,
+            )
+        )
     return [claim, *secrets, workload] if service is None else [claim, *secrets, workload, service]

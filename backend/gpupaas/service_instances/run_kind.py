@@ -14,6 +14,7 @@ from gpupaas.compute.models import ComputeInstance
 from gpupaas.core import crypto, time_limits
 from gpupaas.provisioning.plan import SERVICE_LABEL, PermanentError, Plan
 from gpupaas.provisioning.registry import ClusterTarget, resource_names
+from gpupaas.pull_secrets import service as pull_secrets
 from gpupaas.runs.kinds import Claimed, RunKind, Work
 from gpupaas.runs.lifecycle import now
 from gpupaas.runs.models import DeploymentRun
@@ -44,8 +45,10 @@ def plan_of(
     values: dict[str, str],
     running: bool,
     restart: str | None,
+    registry: tuple[str, str, str] | None = None,
 ) -> Plan:
-    """The service's plan in its compute instance (ValueError when its spec cannot run)."""
+    """The service's plan in its compute instance (ValueError when its spec cannot run);
+    `registry`: its image pull secret's registry, user and password (`pull_credentials`)."""
     snapshot = instance.profile_snapshot
     annotations = {
         **dict(snapshot.annotations),
@@ -69,7 +72,27 @@ def plan_of(
         running=running,
         restart=restart,
         annotations=annotations,
+        registry=registry,
     )
+
+
+async def pull_credentials(secret_key: str, service: ServiceInstance) -> tuple[str, str, str] | None:
+    """The service's image pull secret as its pod's Secret needs it (None: it names none); a
+    PermanentError when the project no longer has it or it cannot be decrypted."""
+    name = service.spec_model().image_pull_secret
+    if name is None:
+        return None
+    secret = await pull_secrets.find(service.project_id, name)
+    if secret is None:
+        raise PermanentError(
+            f'the project has no image pull secret "{name}" any more: create it again, or make a new '
+            "service instance without it"
+        )
+    try:
+        found = pull_secrets.credentials(secret, secret_key)
+    except crypto.DecryptionError as error:
+        raise PermanentError(f'image pull secret "{name}": {error}') from None
+    return found.registry, found.username, found.password
 
 
 class ServiceRuns(RunKind[ServiceInstance]):
@@ -155,8 +178,19 @@ class ServiceRuns(RunKind[ServiceInstance]):
     async def work(self, claimed: Claimed[ServiceInstance], secret_key: str) -> Work:
         service, run = claimed.subject, claimed.run
         instance = await ComputeInstance.get(id=service.compute_instance_id)
+        # Read once per run: a destroy needs no credentials, so it never fails for want of them.
+        # A problem with them fails the run where plans fail: in plan().
+        registry: tuple[str, str, str] | None = None
+        unusable: PermanentError | None = None
+        if run.action != RunAction.DESTROY:
+            try:
+                registry = await pull_credentials(secret_key, service)
+            except PermanentError as error:
+                unusable = error
 
         def plan(target: ClusterTarget | None) -> Plan:
+            if unusable is not None:
+                raise unusable
             try:
                 return plan_of(
                     service,
@@ -166,6 +200,7 @@ class ServiceRuns(RunKind[ServiceInstance]):
                     values=generated_values(secret_key, service),
                     running=run.action in (RunAction.START, RunAction.RESTART),
                     restart=str(run.id) if run.action == RunAction.RESTART else None,
+                    registry=registry,
                 )
             except crypto.DecryptionError as error:
                 raise PermanentError(f"the service instance's generated values: {error}") from None

@@ -58,6 +58,8 @@ from gpupaas.instance_templates.spec import (
     spec_to_json,
 )
 from gpupaas.provisioning.registry import ClusterDriver
+from gpupaas.pull_secrets import service as pull_secrets
+from gpupaas.pull_secrets.models import ImagePullSecret
 from gpupaas.runs import lifecycle as runs
 from gpupaas.runs.models import DeploymentRun
 from gpupaas.runs.states import RunAction
@@ -355,6 +357,36 @@ def _check_gpu_count(
         )
 
 
+async def _check_pull_secret(problems: Collector, owner: Project, spec: ServiceSpec) -> None:
+    """The pull secret (the template's or the caller's) must be one of the project's: a global
+    template's names each project's own secret of that name."""
+    name = spec.image_pull_secret
+    field = ("input", "imagePullSecret")
+    if name is None or any(problem.field == field for problem in problems.problems):
+        return
+    if await pull_secrets.find(owner.id, name) is not None:
+        return
+    names = await ImagePullSecret.filter(project_id=owner.id).order_by("name").values_list("name", flat=True)
+    problems.add(
+        field,
+        f'project "{owner.name}" has no image pull secret "{name}"; it has '
+        + (
+            ", ".join(str(n) for n in names)
+            if names
+            else "none (its admins create them: createImagePullSecret)"
+        )
+        + ' (or "" for none)',
+        ErrorCode.NOT_FOUND,
+    )
+
+
+async def pull_secret_users(owner: Project, secret: str) -> str | None:
+    """Which of the project's service instances name the pull secret `secret` (the pull_secrets hook)."""
+    rows = await ServiceInstance.filter(project_id=owner.id).values_list("name", "spec")
+    names = sorted({str(name) for name, spec in rows if (spec or {}).get("imagePullSecret") == secret})
+    return f"service instances {', '.join(names)}" if names else None
+
+
 def _undeployed(instance: ComputeInstance, what: str) -> str | None:
     if instance.status == DeploymentStatus.SUCCESS:
         return None
@@ -386,6 +418,8 @@ class ServiceIn:
     ports: Sequence[Port] | None = None
     # None: the template's; "": whole GPUs.
     gpu_partition: str | None = None
+    # None: the template's; "": none (a public image).
+    image_pull_secret: str | None = None
     start: bool = True
 
 
@@ -446,12 +480,15 @@ async def create_service(actor: Actor, data: ServiceIn, *, secret_key: str) -> S
         changes["ports"] = tuple(data.ports)
     if data.gpu_partition is not None:
         changes["gpu_partition"] = data.gpu_partition.strip() or None
+    if data.image_pull_secret is not None:
+        changes["image_pull_secret"] = data.image_pull_secret.strip() or None
     spec = replace(spec, **changes)
     for path, message in check_spec(spec):
         problems.add(("input", *path), message)
     gpu_count = data.gpu_count if data.gpu_count is not None else (0 if spec.vendor == "CPU" else 1)
     _check_gpu_count(problems, spec, instance, gpu_count)
     await _check_partition(problems, spec, instance, gpu_count)
+    await _check_pull_secret(problems, owner, spec)
     problems.raise_if_any()
     _require_deployed(instance, ("input", "computeInstance"), "create a service instance")
     values = generate_values(sorted(find_placeholders(spec)))

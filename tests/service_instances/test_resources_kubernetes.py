@@ -1,11 +1,14 @@
 """GPU partitions through the kubernetes driver, against the fake Kubernetes API server: a cluster
 check reads the MIG devices that nodes advertise (as the clusters domain then shows them:
 gpuPartitions), and a service asking for a partition gets a pod that requests that resource, which
-the scheduler places by the nodes' allocatable devices."""
+the scheduler places by the nodes' allocatable devices. And a service's image pull secret as its
+own kubernetes.io/dockerconfigjson Secret, which its pod names."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 from dataclasses import replace
 
 from gpupaas.core import gpu_resources
@@ -93,3 +96,37 @@ async def test_a_partition_service_s_pod_requests_its_devices_and_waits_for_free
     assert main["resources"]["requests"][MIG] == main["resources"]["limits"][MIG] == "2"
     assert "nvidia.com/gpu" not in main["resources"]["limits"]
     assert pods[0]["spec"]["nodeName"] == "gpu-1"
+
+
+async def test_a_service_with_a_pull_secret_gets_its_dockerconfigjson_secret_and_names_it(
+    fake: FakeKube,  # noqa: F811 - the fixtures imported above
+    driver: KubernetesDriver,  # noqa: F811
+    compute: Plan,  # noqa: F811
+) -> None:
+    builtin = builtin_instance_template("pytorch")
+    assert builtin is not None
+    plan = build_service_plan(
+        service_id=SERVICE_ID,
+        name="private",
+        spec=replace(builtin.spec, image_pull_secret="ngc"),
+        gpu_count=1,
+        compute_id=COMPUTE_ID,
+        compute_name=COMPUTE_NAME,
+        project=PROJECT,
+        compute_resources=COMPUTE_RESOURCES,
+        profile_name="h100",
+        registry=("nvcr.io", "$oauthtoken", "ngc-Key-123"),
+    )
+    for manifest in plan.manifests:
+        validate_manifest(manifest)
+    applied = await driver.apply(plan)
+    assert ("v1", "Secret", "private-registry") in [(r.api_version, r.kind, r.name) for r in applied.objects]
+    secret = fake.get("v1", "Secret", "private-registry", NAMESPACE)
+    assert secret is not None and secret["type"] == "kubernetes.io/dockerconfigjson"
+    config = json.loads(base64.b64decode(secret["data"][".dockerconfigjson"]))
+    assert config["auths"]["nvcr.io"]["password"] == "ngc-Key-123"
+    assert base64.b64decode(config["auths"]["nvcr.io"]["auth"]).decode() == "$oauthtoken:ngc-Key-123"
+    pods = await asyncio.to_thread(
+        fake.wait_for, lambda: fake.pods(NAMESPACE, f"gpupaas.io/service={SERVICE_ID}")
+    )
+    assert pods[0]["spec"]["imagePullSecrets"] == [{"name": "private-registry"}]
