@@ -13,6 +13,7 @@ import { routes as serviceRoutes } from "../pages/services/routes";
 import { routes as templateRoutes } from "../pages/templates/routes";
 import { routes as usageRoutes } from "../pages/usage/routes";
 import { routes as webhookRoutes } from "../pages/webhooks/routes";
+import { routes as pullSecretRoutes } from "../pages/pull-secrets/routes";
 import { routes as auditRoutes } from "../pages/audit/routes";
 import { routes as peopleRoutes } from "../pages/people/routes";
 import { AuthProvider, useAuth } from "./auth";
@@ -49,6 +50,7 @@ export const appRoutes: RouteObject[] = [
       ...clusterRoutes,
       ...usageRoutes,
       ...webhookRoutes,
+      ...pullSecretRoutes,
       ...scheduleRoutes,
       ...auditRoutes,
       ...peopleRoutes,

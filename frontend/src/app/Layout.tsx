@@ -10,6 +10,7 @@ import {
   IconDashboard,
   IconFileCode,
   IconLayoutGrid,
+  IconLock,
   IconLogout,
   IconServer,
   IconHistory,
@@ -125,6 +126,7 @@ export function Layout() {
                 <Item to={`${base}/studio/instance-templates`} label="Instance Templates" icon={<IconTemplate size={16} />} />
                 <Item to={`${base}/studio/members`} label="Members" icon={<IconUsers size={16} />} />
                 <Item to={`${base}/studio/webhooks`} label="Webhooks" icon={<IconWebhook size={16} />} />
+                <Item to={`${base}/studio/pull-secrets`} label="Pull Secrets" icon={<IconLock size={16} />} />
                 {me.isPlatformAdmin && <Item to={`${base}/studio/clusters`} label="Clusters" icon={<IconServer size={16} />} />}
                 <Item to={`${base}/studio/audit`} label="Audit log" icon={<IconHistory size={16} />} />
               </>

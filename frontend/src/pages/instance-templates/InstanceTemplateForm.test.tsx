@@ -70,6 +70,7 @@ describe("instance template form", () => {
     await choose(/^Image pull policy/, "Always");
     fireEvent.change(screen.getByRole("textbox", { name: /^Container disk/ }), { target: { value: "20Gi" } });
     fireEvent.change(screen.getByRole("textbox", { name: /^Mount path/ }), { target: { value: "/data" } });
+    fireEvent.change(screen.getByRole("textbox", { name: /^Image pull secret/ }), { target: { value: " ngc " } });
 
     fireEvent.click(screen.getByRole("button", { name: "Add argument" }));
     fireEvent.click(screen.getByRole("button", { name: "Add argument" }));
@@ -105,6 +106,8 @@ describe("instance template form", () => {
         mountPath: "/data",
         ports: [{ name: "jupyter", port: 8888, protocol: "UDP", accessParams: [{ key: "token", value: "abc" }] }],
         env: [{ key: "HF_HOME", value: "/data/hf" }],
+        gpuPartition: "",
+        imagePullSecret: "ngc",
       },
     });
   }, 20_000);

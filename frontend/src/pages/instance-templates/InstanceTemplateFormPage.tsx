@@ -62,6 +62,10 @@ export interface TemplateFormState {
   mountPath: string;
   ports: PortRow[];
   env: Pair[];
+  /** A MIG profile's resource its services ask for; "" for whole GPUs. */
+  gpuPartition: string;
+  /** The name of the project's image pull secret; "" for none. */
+  imagePullSecret: string;
 }
 
 const EMPTY: TemplateFormState = {
@@ -77,6 +81,8 @@ const EMPTY: TemplateFormState = {
   mountPath: "/workspace",
   ports: [],
   env: [],
+  gpuPartition: "",
+  imagePullSecret: "",
 };
 
 function fromTemplate(t: InstanceTemplateFieldsFragment): TemplateFormState {
@@ -93,6 +99,8 @@ function fromTemplate(t: InstanceTemplateFieldsFragment): TemplateFormState {
     mountPath: t.mountPath,
     ports: toPortRows(t.ports),
     env: toPairs(t.env),
+    gpuPartition: t.gpuPartition ?? "",
+    imagePullSecret: t.imagePullSecret ?? "",
   };
 }
 
@@ -109,6 +117,8 @@ const PLACED = [
   "mountPath",
   "ports",
   "env",
+  "gpuPartition",
+  "imagePullSecret",
 ];
 
 /** Client-side checks of the required fields (the server checks everything else). */
@@ -160,6 +170,8 @@ function TemplateForm({ template }: { template: InstanceTemplateFieldsFragment |
       mountPath: state.mountPath.trim(),
       ports: portsInput(state.ports),
       env: pairsInput(state.env),
+      gpuPartition: state.gpuPartition.trim(),
+      imagePullSecret: state.imagePullSecret.trim(),
     };
     let userErrors: readonly ServerError[];
     let saved: { displayName: string } | null | undefined;
@@ -342,6 +354,24 @@ function TemplateForm({ template }: { template: InstanceTemplateFieldsFragment |
                   value={state.mountPath}
                   onChange={(event) => set("mountPath", event.currentTarget.value)}
                   error={errors.mountPath}
+                />
+              </SimpleGrid>
+              <SimpleGrid cols={{ base: 1, sm: 2 }}>
+                <TextInput
+                  label="GPU partition"
+                  description="NVIDIA only: a MIG profile's resource its services ask for instead of whole GPUs, like nvidia.com/mig-1g.10gb. Empty: whole GPUs."
+                  placeholder="nvidia.com/mig-1g.10gb"
+                  value={state.gpuPartition}
+                  onChange={(event) => set("gpuPartition", event.currentTarget.value)}
+                  error={errors.gpuPartition}
+                />
+                <TextInput
+                  label="Image pull secret"
+                  description="The name of one of the project's pull secrets (a global template: each project's of that name), for a private image. Empty: none."
+                  placeholder="ngc"
+                  value={state.imagePullSecret}
+                  onChange={(event) => set("imagePullSecret", event.currentTarget.value)}
+                  error={errors.imagePullSecret}
                 />
               </SimpleGrid>
             </Section>

@@ -12,6 +12,8 @@ export const InstanceTemplateFieldsFragment = graphql(`
     command
     containerDisk
     mountPath
+    gpuPartition
+    imagePullSecret
     ports {
       name
       port

@@ -172,6 +172,8 @@ describe("launch service form", () => {
         command: null,
         env: null,
         ports: null,
+        gpuPartition: null,
+        imagePullSecret: null,
         start: true,
       },
     });

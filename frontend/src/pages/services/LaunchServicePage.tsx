@@ -9,6 +9,7 @@ import { describeError, errorsByField } from "../../components/errors";
 import { FormErrors } from "../../components/FormErrors";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
 import { initialLaunch, launchInput, launchReducer, missingFields, PLACED, type Instance, type Template } from "./launchModel";
+import { ChoicesSection } from "./LaunchChoices";
 import { AdvancedSection, ServiceSection, TemplateSection, WhereSection } from "./LaunchServiceSections";
 import { ServiceCreateDocument, ServiceLaunchTemplatesDocument, ServicesComputeInstancesDocument } from "./queries";
 
@@ -105,6 +106,7 @@ function LaunchServiceForm({ project, instances, templates }: { project: string;
           <WhereSection state={state} dispatch={dispatch} instances={instances} />
           <TemplateSection state={state} dispatch={dispatch} templates={templates} />
           <ServiceSection state={state} dispatch={dispatch} instance={instance} template={template} />
+          <ChoicesSection state={state} dispatch={dispatch} instance={instance} template={template} project={project} />
           <AdvancedSection state={state} dispatch={dispatch} template={template} />
           <FormErrors title="Not launched" errors={state.errors} placed={PLACED} />
           <Group justify="flex-end">

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { initialLaunch, launchInput, launchReducer, type Instance, type Template } from "./launchModel";
+import { initialLaunch, launchInput, launchReducer, partitionsFor, type Instance, type Template } from "./launchModel";
 
 function instance(id: string, status: string): Instance {
   return {
@@ -41,5 +41,32 @@ describe("launch form model", () => {
     const state = initialLaunch({ computeInstance: "b", template: null }, [instance("b", "SUCCESS")], []);
     expect(launchReducer(state, { type: "setErrors", errors: { name: "taken" } }).advanced).toBe(false);
     expect(launchReducer(state, { type: "setErrors", errors: { "env.0.key": "bad" } }).advanced).toBe(true);
+  });
+
+  it("starts with the template's partition and pull secret and sends only a change of them", () => {
+    const mig = { ...GPU, gpuPartition: "nvidia.com/mig-1g.10gb", imagePullSecret: "ngc" } as unknown as Template;
+    let state = initialLaunch({ computeInstance: "b", template: null }, [instance("b", "SUCCESS")], [mig]);
+    state = launchReducer(state, { type: "chooseTemplate", template: mig });
+    expect(state).toMatchObject({ gpuPartition: "nvidia.com/mig-1g.10gb", pullSecret: "ngc" });
+    expect(launchInput(state, "ml", mig)).toMatchObject({ gpuPartition: null, imagePullSecret: null });
+    state = launchReducer(state, { type: "setGpuPartition", gpuPartition: "" });
+    state = launchReducer(state, { type: "setPullSecret", pullSecret: "ghcr" });
+    expect(launchInput(state, "ml", mig)).toMatchObject({ gpuPartition: "", imagePullSecret: "ghcr" });
+  });
+
+  it("offers the partitions of the instance's GPU model, each once", () => {
+    const box = {
+      ...instance("b", "SUCCESS"),
+      resources: { gpuCount: 1, gpuVendor: "NVIDIA", gpuModel: "A100" },
+      cluster: {
+        gpuPartitions: [
+          { resourceName: "nvidia.com/mig-1g.10gb", profile: "1g.10gb", gpuModel: "A100 80GB" },
+          { resourceName: "nvidia.com/mig-1g.10gb", profile: "1g.10gb", gpuModel: "A100 40GB" },
+          { resourceName: "nvidia.com/mig-1g.12gb", profile: "1g.12gb", gpuModel: "H100 96GB" },
+        ],
+      },
+    } as unknown as Instance;
+    expect(partitionsFor(box).map((p) => p.resourceName)).toEqual(["nvidia.com/mig-1g.10gb"]);
+    expect(partitionsFor(instance("c", "SUCCESS"))).toEqual([]); // no cluster shown
   });
 });

@@ -9,7 +9,7 @@ export type Template = ServiceLaunchTemplatesQuery["instanceTemplates"][number];
 export type Instance = ServicesComputeInstancesQuery["computeInstances"]["edges"][number]["node"];
 
 /** The fields the form shows errors next to (the others go in the summary). */
-export const PLACED = ["project", "computeInstance", "template", "name", "displayName", "gpuCount", "command", "env", "ports", "start"];
+export const PLACED = ["project", "computeInstance", "template", "name", "displayName", "gpuCount", "gpuPartition", "imagePullSecret", "command", "env", "ports", "start"];
 
 export interface Spec {
   command: string[];
@@ -28,6 +28,10 @@ export interface LaunchState extends Spec {
   /** The person set the GPU count: choosing a template no longer changes it. */
   gpuTouched: boolean;
   start: boolean;
+  /** The GPU partition (a MIG profile's resource); "" for whole GPUs. Starts as the template's. */
+  gpuPartition: string;
+  /** The image pull secret's name; "" for none. Starts as the template's. */
+  pullSecret: string;
   /** The advanced section (command, env, ports) is open. */
   advanced: boolean;
   errors: Record<string, string>;
@@ -40,6 +44,8 @@ export type LaunchAction =
   | { type: "setDisplayName"; displayName: string }
   | { type: "setGpuCount"; gpuCount: number | "" }
   | { type: "setStart"; start: boolean }
+  | { type: "setGpuPartition"; gpuPartition: string }
+  | { type: "setPullSecret"; pullSecret: string }
   | { type: "toggleAdvanced" }
   | { type: "setSpec"; spec: Partial<Spec> }
   | { type: "setErrors"; errors: Record<string, string> };
@@ -102,6 +108,8 @@ function withTemplate(state: LaunchState, template: Template): LaunchState {
     templateId: template.id,
     gpuCount: state.gpuTouched ? state.gpuCount : defaultGpuCount(template),
     name: state.nameTouched ? state.name : template.name,
+    gpuPartition: template.gpuPartition ?? "",
+    pullSecret: template.imagePullSecret ?? "",
     ...templateSpec(template),
   };
 }
@@ -137,6 +145,8 @@ export function initialLaunch(
     env: [],
     ports: [],
     start: true,
+    gpuPartition: "",
+    pullSecret: "",
     advanced: false,
     errors: {},
   };
@@ -158,6 +168,10 @@ export function launchReducer(state: LaunchState, action: LaunchAction): LaunchS
       return { ...state, gpuCount: action.gpuCount, gpuTouched: true };
     case "setStart":
       return { ...state, start: action.start };
+    case "setGpuPartition":
+      return { ...state, gpuPartition: action.gpuPartition };
+    case "setPullSecret":
+      return { ...state, pullSecret: action.pullSecret };
     case "toggleAdvanced":
       return { ...state, advanced: !state.advanced };
     case "setSpec":
@@ -194,8 +208,20 @@ export function launchInput(state: LaunchState, project: string, template: Templ
     command: changed.command ? state.command : null,
     env: changed.env ? pairsInput(state.env) : null,
     ports: changed.ports ? portsInput(state.ports) : null,
+    // Sent only when they differ from the template's ("" asks for none).
+    gpuPartition: state.gpuPartition !== (template?.gpuPartition ?? "") ? state.gpuPartition : null,
+    imagePullSecret: state.pullSecret !== (template?.imagePullSecret ?? "") ? state.pullSecret : null,
     start: state.start,
   };
+}
+
+/** The GPU partitions the compute instance's cluster has for its GPU model (as the API matches
+ * them on a simulated cluster: the model as part of the node's, case aside). */
+export function partitionsFor(instance: Instance | undefined): { resourceName: string; profile: string; gpuModel?: string | null }[] {
+  if (!instance?.cluster) return [];
+  const model = instance.resources.gpuModel?.toLowerCase();
+  const found = instance.cluster.gpuPartitions.filter((p) => !model || (p.gpuModel ?? "").toLowerCase().includes(model));
+  return found.filter((p, index) => found.findIndex((q) => q.resourceName === p.resourceName) === index);
 }
 
 /** The warning when the template's GPU vendor is not the compute instance's, or null. */

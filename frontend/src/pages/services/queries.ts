@@ -83,6 +83,13 @@ export const ServicesComputeInstancesDocument = graphql(`
             gpuVendor
             gpuModel
           }
+          cluster {
+            gpuPartitions {
+              resourceName
+              profile
+              gpuModel
+            }
+          }
           services {
             id
             name
@@ -105,6 +112,8 @@ export const ServiceLaunchTemplatesDocument = graphql(`
       vendor
       image
       builtIn
+      gpuPartition
+      imagePullSecret
       command
       ports {
         name
@@ -272,6 +281,16 @@ export const ServiceDeleteDocument = graphql(`
         message
         code
       }
+    }
+  }
+`);
+
+export const ServicePullSecretsDocument = graphql(`
+  query ServicePullSecrets($project: String!) {
+    imagePullSecrets(project: $project) {
+      id
+      name
+      registry
     }
   }
 `);
