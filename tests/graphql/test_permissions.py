@@ -306,6 +306,8 @@ CASES: dict[str, list[Case]] = {
         Case(lambda w: {"id": w.take("transferable_services"), "owner": "tina"}, WRITE)
     ],
     "Subscription.serviceInstanceStatus": [Case(lambda w: {"id": w.service}, READ)],
+    # starts with a snapshot of the project's service instances (the world's one)
+    "Subscription.serviceInstanceEvents": [Case(lambda w: {"project": "ml"}, READ)],
     # ------------------------------------------------------------ quotas and capacity
     "Query.projectQuota": [Case(lambda w: {"project": "ml"}, READ)],
     "Query.gpuCapacity": [
