@@ -10,7 +10,7 @@ from tortoise.indexes import Index
 
 
 class Migration(migrations.Migration):
-    dependencies = [("gpupaas", "0022_oidc_identities")]
+    dependencies = [("gpupaas", "0023_ssh_public_keys")]
 
     initial = False
 
