@@ -23,7 +23,9 @@ IMPORT = """mutation($project: String, $yaml: String!) {
     userErrors { field message code }
   }
 }"""
-EXPORT = "query($project: String, $names: [String!]) { exportInstanceTemplates(project: $project, names: $names) }"
+EXPORT = (
+    "query($project: String, $names: [String!]) { exportInstanceTemplates(project: $project, names: $names) }"
+)
 
 CATALOG = """
 items:
@@ -107,7 +109,9 @@ async def test_each_template_is_created_or_refused_on_its_own(db: object, gql: G
         "command": ["tail", "-f", "/dev/null"],
         "containerDisk": "15Gi",
         "mountPath": "/workspace",
-        "ports": [{"name": "SSH", "kubernetesName": "ssh", "port": 22, "protocol": "TCP", "accessParams": []}],
+        "ports": [
+            {"name": "SSH", "kubernetesName": "ssh", "port": 22, "protocol": "TCP", "accessParams": []}
+        ],
         "env": [],
         "project": {"name": "ml"},
     }
@@ -223,7 +227,11 @@ items:
     payload = await _import(gql, alice.token, text)
     assert payload["userErrors"] == []
     fields = [{p["field"]: p["message"] for p in r["problems"]} for r in payload["results"]]
-    assert fields[0].keys() == {"items[0].manufacturer", "items[0].spec.volume", "items[0].spec.sshPublicKeys"}
+    assert fields[0].keys() == {
+        "items[0].manufacturer",
+        "items[0].spec.volume",
+        "items[0].spec.sshPublicKeys",
+    }
     assert 'not "moore-threads"' in fields[0]["items[0].manufacturer"]
     assert fields[1] == {
         "items[1].name": 'items[0] has the name "a" too: each template of a file needs a name of its own'
