@@ -21,7 +21,7 @@ def ports(draw: st.DrawFn) -> tuple[Port, ...]:
         Port(
             name=label,
             port=draw(st.integers(1, 65535)),
-            protocol=draw(st.sampled_from(PROTOCOLS)),  # type: ignore[arg-type]
+            protocol=draw(st.sampled_from(PROTOCOLS)),
             access_params=tuple(draw(st.dictionaries(text, text, max_size=3)).items()),
         )
         for label in labels
