@@ -30,6 +30,7 @@ MODEL_MODULES = [
     "gpupaas.quotas.models",
     "gpupaas.webhooks.models",
     "gpupaas.schedules.models",
+    "gpupaas.ssh_keys.models",
 ]
 
 

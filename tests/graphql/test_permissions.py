@@ -60,6 +60,7 @@ from tests.factories import (
     make_version,
     platform_actor,
 )
+from tests.ssh_keys.keygen import key_pair
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "schema.graphql"
 ROLES = ("anonymous", "outsider", "member", "owner", "admin", "platform")
@@ -151,6 +152,14 @@ CASES: dict[str, list[Case]] = {
     "Mutation.createApiToken": [Case(lambda w: {"input": {"name": _uniq("token")}}, SELF)],
     "Mutation.revokeApiToken": [  # the admin's own tokens; platform admins revoke anyone's
         Case(lambda w: {"id": w.take("admin_tokens")}, _rule(UNAUTH, NOT_FOUND, NOT_FOUND, NOT_FOUND, OK, OK))
+    ],
+    "Query.sshPublicKeys": [Case(lambda w: {}, SELF)],
+    "Mutation.addSshPublicKey": [Case(lambda w: {"input": {"publicKey": key_pair().public_line}}, SELF)],
+    "Mutation.deleteSshPublicKey": [  # the admin's own keys: nobody else's, a platform admin's neither
+        Case(
+            lambda w: {"id": w.take("admin_ssh_keys")},
+            _rule(UNAUTH, NOT_FOUND, NOT_FOUND, NOT_FOUND, OK, NOT_FOUND),
+        )
     ],
     "Mutation.createUser": [
         Case(lambda w: {"input": {"username": _uniq("user"), "password": "long enough"}}, PLATFORM)
@@ -508,6 +517,11 @@ async def _world() -> tuple[World, dict[str, str | None]]:
     admin_tokens = [
         str((await accounts.create_api_token(admin_actor, f"spare-{i}", None))[0].id) for i in several
     ]
+    from gpupaas.ssh_keys import service as ssh_keys
+
+    admin_ssh_keys = [
+        str((await ssh_keys.add_key(admin_actor, f"spare-{i}", key_pair().public_line)).id) for i in several
+    ]
 
     async def instances(status: DeploymentStatus = DeploymentStatus.NOT_DEPLOYED) -> list[str]:
         made = [await make_instance(ml, profile, by=owner) for _ in several]
@@ -547,6 +561,7 @@ async def _world() -> tuple[World, dict[str, str | None]]:
         webhook=webhook,
         spares={
             "admin_tokens": admin_tokens,
+            "admin_ssh_keys": admin_ssh_keys,
             "leaving_members": leaving,
             "deletable_users": [(await make_user(f"gone-{i}")).username for i in several],
             "deletable_projects": [(await make_project(f"gone-{i}")).name for i in several],

@@ -39,6 +39,7 @@ from gpupaas.service_instances.graphql import (
     ServiceInstanceSubscription,
 )
 from gpupaas.settings import Settings
+from gpupaas.ssh_keys.graphql import SshKeysMutation, SshKeysQuery
 from gpupaas.webhooks.graphql import WebhooksMutation, WebhooksQuery
 from graphql import GraphQLError
 
@@ -59,6 +60,7 @@ Query = merge_types(
         WebhooksQuery,
         SchedulesQuery,
         AuditQuery,
+        SshKeysQuery,
     ),
 )
 Mutation = merge_types(
@@ -74,6 +76,7 @@ Mutation = merge_types(
         UsageMutation,
         WebhooksMutation,
         SchedulesMutation,
+        SshKeysMutation,
     ),
 )
 Subscription = merge_types("Subscription", (ComputeSubscription, ServiceInstanceSubscription))
