@@ -73,6 +73,11 @@ def _rule(
     return dict(zip(ROLES, (anonymous, outsider, member, owner, admin, platform), strict=True))
 
 
+def _gpustack_item(name: str) -> str:
+    """A file in GPUStack's catalog format with one CPU template."""
+    return f"items:\n  - name: {name}\n    manufacturer: cpu\n    spec: {{image: ubuntu:24.04}}\n"
+
+
 # The usual shapes.
 PUBLIC = _rule(OK, OK, OK, OK, OK, OK)
 SELF = _rule(UNAUTH, OK, OK, OK, OK, OK)  # about the caller itself, or open to every signed-in user
@@ -286,6 +291,14 @@ CASES: dict[str, list[Case]] = {
     "Mutation.deleteInstanceTemplate": [
         Case(lambda w: {"id": w.take("instance_templates")}, WRITE),
         Case(lambda w: {"id": w.take("global_instance_templates")}, PLATFORM),
+    ],
+    "Mutation.importInstanceTemplates": [
+        Case(lambda w: {"project": "ml", "yaml": _gpustack_item(_uniq("imp"))}, WRITE),
+        Case(lambda w: {"yaml": _gpustack_item(_uniq("gimp"))}, PLATFORM),  # global: platform admins only
+    ],
+    "Query.exportInstanceTemplates": [
+        Case(lambda w: {"project": "ml"}, READ),
+        Case(lambda w: {}, SELF),  # the global templates: every signed-in user reads them
     ],
     # ------------------------------------------------------------ service instances (the owner's)
     "Query.serviceInstances": [

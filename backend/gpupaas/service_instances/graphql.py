@@ -45,7 +45,7 @@ from gpupaas.instance_templates.graphql import (
     InstanceTemplateType,
     instance_templates_by_id,
 )
-from gpupaas.instance_templates.models import ImagePullPolicy, Protocol
+from gpupaas.instance_templates.models import ImagePullPolicy
 from gpupaas.service_instances import service as instances
 from gpupaas.service_instances.models import ServiceInstance
 from gpupaas.service_instances.states import Request, ServiceStatus
@@ -196,15 +196,7 @@ class ServiceInstanceType:
             command=list(spec.command),
             container_disk=spec.container_disk,
             mount_path=spec.mount_path,
-            ports=[
-                ContainerPort(
-                    name=port.name,
-                    port=port.port,
-                    protocol=Protocol(port.protocol),
-                    access_params=[KeyValue(key=k, value=v) for k, v in port.access_params],
-                )
-                for port in spec.ports
-            ],
+            ports=ContainerPort.all_of(spec),
             env=[KeyValue(key=k, value=v) for k, v in spec.env],
             gpu_count=service.gpu_count,
             status=service.status,
