@@ -93,3 +93,43 @@ def test_an_unreachable_database_is_reported_without_a_traceback(tmp_path: Path)
     )
     assert result.returncode == 1
     assert "the database cannot be used" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_templates_in_gpustacks_format_from_the_command_line(tmp_path: Path) -> None:
+    catalog = tmp_path / "catalog.yaml"
+    catalog.write_text(
+        "items:\n"
+        "  - name: ubuntu-shell\n"
+        "    manufacturer: cpu\n"
+        "    spec:\n"
+        "      image: ubuntu:24.04\n"
+        "      ports: [{name: SSH, port: 22}]\n"
+        "  - name: broken\n"
+        "    spec: {image: ubuntu, imagePullSecret: {name: registry}}\n"
+    )
+    assert gpupaas(tmp_path, "create-project", "ml").returncode == 0
+    # one template refused: the others are imported, the exit says so
+    imported = gpupaas(tmp_path, "import-templates", str(catalog), "--project", "ml")
+    assert imported.returncode == 2
+    assert imported.stdout.splitlines() == [
+        "CREATED   ubuntu-shell",
+        "REFUSED   broken",
+        "          items[1].spec.imagePullSecret: gpupaas templates cannot name an image pull secret yet; "
+        "use a public image or remove the field",
+        "1 of 2 templates imported (project ml)",
+    ]
+    assert "1 of 2 templates were refused" in imported.stderr
+
+    exported = gpupaas(tmp_path, "export-templates", "--project", "ml")
+    assert exported.returncode == 0, exported.stderr
+    assert "name: SSH" in exported.stdout and "manufacturer: cpu" in exported.stdout
+    # what was exported imports unchanged, from standard input
+    again = gpupaas(tmp_path, "import-templates", "-", "--project", "ml", stdin=exported.stdout)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines()[0] == "UNCHANGED ubuntu-shell"
+
+    assert "not valid YAML" in gpupaas(tmp_path, "import-templates", "-", stdin="items: [").stderr
+    missing = gpupaas(tmp_path, "import-templates", str(tmp_path / "nope.yaml"))
+    assert missing.returncode == 2 and "cannot be read" in missing.stderr
+    unknown = gpupaas(tmp_path, "export-templates", "nope")
+    assert unknown.returncode == 2 and "no instance template named 'nope'" in unknown.stderr

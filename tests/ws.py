@@ -46,6 +46,14 @@ class Session:
         data: dict[str, Any] = message["payload"]["data"]
         return data
 
+    async def next_change(self, field: str, timeout: float = 30.0) -> dict[str, Any]:
+        """The next event of the status subscription `field` that is a change (REPLAY or LIVE),
+        past the snapshot it starts with: its selection must include `source`."""
+        while True:
+            event: dict[str, Any] = (await self.next_data(timeout))[field]
+            if event["source"] != "SNAPSHOT":
+                return event
+
 
 @asynccontextmanager
 async def connect(

@@ -1,4 +1,5 @@
-"""The `gpupaas` command: serve, migrate, users, tokens, projects, members, schema export.
+"""The `gpupaas` command: serve, migrate, users, tokens, projects, members, templates in GPUStack's
+format, schema export.
 
 Each command prints a clear error and exits non-zero on bad input; secrets are read from stdin,
 never from the command line (where `ps` and shell history would keep them).
@@ -10,7 +11,9 @@ import argparse
 import asyncio
 import logging
 import sys
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -222,6 +225,76 @@ def cmd_makemigrations(args: argparse.Namespace) -> None:
     print("\n".join(f"wrote {path}" for path in written) or "no changes")
 
 
+_NO_USER = uuid.UUID(int=0)
+
+
+@dataclass(frozen=True)
+class _Operator:
+    """The person at the server's terminal: they hold the database, so they act as a platform admin
+    (the audit log records them as the CLI)."""
+
+    id: uuid.UUID = _NO_USER
+    username: str = "gpupaas-cli"
+    is_platform_admin: bool = True
+    disabled_at: datetime | None = None
+
+
+def _operator() -> Any:
+    from gpupaas.core.actor import Actor
+
+    return Actor(user=_Operator())
+
+
+def _read_text(path: str) -> str:
+    try:
+        if path == "-":
+            return sys.stdin.read()
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise CommandError(f"{path}: cannot be read: {error}") from None
+
+
+def cmd_import_templates(args: argparse.Namespace) -> None:
+    from gpupaas.instance_templates import service
+
+    text = _read_text(args.file)
+    settings = _settings()
+
+    async def work() -> list[Any]:
+        return await service.import_templates(_operator(), args.project, text)
+
+    results = asyncio.run(_with_db(settings, work, "importInstanceTemplates"))
+    where = "global" if args.project is None else f"project {args.project}"
+    refused = 0
+    for result in results:
+        print(f"{result.outcome.value:<9} {result.name or f'items[{result.index}]'}")
+        for field, message in result.problems:
+            print(f"          {field}: {message}")
+        refused += result.outcome == service.ImportOutcome.REFUSED
+    print(f"{len(results) - refused} of {len(results)} templates imported ({where})")
+    if refused:
+        raise CommandError(f"{refused} of {len(results)} templates were refused (see above)")
+
+
+def cmd_export_templates(args: argparse.Namespace) -> None:
+    from gpupaas.core.errors import NotFound
+    from gpupaas.instance_templates import service
+
+    settings = _settings()
+
+    async def work() -> str:
+        try:
+            return await service.export_templates(_operator(), args.project, args.names or None)
+        except NotFound as error:
+            raise CommandError(str(error)) from None
+
+    text = asyncio.run(_with_db(settings, work))
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpupaas", description="gpupaas: a self-hosted GPU PaaS.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -264,6 +337,21 @@ def build_parser() -> argparse.ArgumentParser:
     member.add_argument("username")
     member.add_argument("role", help="ADMIN or MEMBER")
     member.set_defaults(func=cmd_add_member)
+
+    imports = sub.add_parser(
+        "import-templates", help="import instance templates from a file in GPUStack's catalog format"
+    )
+    imports.add_argument("file", help="the YAML file (- for standard input)")
+    imports.add_argument("--project", default=None, help="the project's templates (default: the global ones)")
+    imports.set_defaults(func=cmd_import_templates)
+
+    exports = sub.add_parser("export-templates", help="print instance templates in GPUStack's catalog format")
+    exports.add_argument("names", nargs="*", help="only these templates (default: all)")
+    exports.add_argument(
+        "--project", default=None, help="the project's own templates (default: the global ones)"
+    )
+    exports.add_argument("--output", "-o", default=None)
+    exports.set_defaults(func=cmd_export_templates)
 
     schema = sub.add_parser("export-schema", help="print the GraphQL schema (SDL)")
     schema.add_argument("--output", "-o", default=None)

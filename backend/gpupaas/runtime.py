@@ -91,7 +91,7 @@ class Runtime:
         self.metrics = metrics or Metrics()
         self.bus = bus or make_bus(settings)
         self.drivers = drivers or DriverRegistry(settings, simulated=driver)
-        self.relay = Relay(self.bus)
+        self.relay = Relay(self.bus, keep_status=timedelta(hours=settings.status_replay_hours))
         # Every process sends webhook deliveries; several share them through their claims.
         self.webhooks = Dispatcher(settings.secret_key, delivery_policy(settings))
         self.broadcaster = StatusBroadcaster(self.bus) if serve_api else None

@@ -351,6 +351,9 @@ class Settings:
     # How long an apply or destroy retries a request that meets a transient fault (connection
     # refused or reset, timeout, 5xx, 429): long enough to ride out a control-plane restart.
     kubernetes_retry_seconds: float = 300.0
+    # Resumable status subscriptions (README, "How a deploy flows"): how long status events are kept
+    # for a subscription that resumes with `after:`; past it the subscription gets a snapshot.
+    status_replay_hours: float = 24.0
     run_lease_seconds: float = 30.0
     run_max_attempts: int = 3
     run_requeue_after_seconds: float = 30.0
@@ -466,6 +469,7 @@ class Settings:
                 env, "GPUPAAS_KUBERNETES_SCHEDULING_GRACE_SECONDS", 300.0
             ),
             kubernetes_retry_seconds=_float(env, "GPUPAAS_KUBERNETES_RETRY_SECONDS", 300.0),
+            status_replay_hours=_float(env, "GPUPAAS_STATUS_REPLAY_HOURS", 24.0, minimum=0.01),
             run_lease_seconds=_float(env, "GPUPAAS_RUN_LEASE_SECONDS", 30.0, minimum=0.1),
             run_max_attempts=_int(env, "GPUPAAS_RUN_MAX_ATTEMPTS", 3, minimum=1),
             run_requeue_after_seconds=_float(env, "GPUPAAS_RUN_REQUEUE_AFTER_SECONDS", 30.0, minimum=0.1),

@@ -301,7 +301,9 @@ async def test_members_may_be_kept_from_seeing_each_others_instances(
     ] == "nb"
 
 
-EVENTS = "subscription($p: String!) { computeInstanceEvents(project: $p) { status instance { name } } }"
+EVENTS = (
+    "subscription($p: String!) { computeInstanceEvents(project: $p) { status source instance { name } } }"
+)
 
 
 async def _changed(instance_id: uuid.UUID) -> None:
@@ -339,14 +341,14 @@ async def test_live_events_of_hidden_instances_reach_only_their_owner_and_admins
             await _changed(uuid.UUID(world.nb))  # olivia's
             await _changed(bobs.id)
             names = [
-                (await as_admin.next_data(timeout=15))["computeInstanceEvents"]["instance"]["name"]
+                (await as_admin.next_change("computeInstanceEvents", timeout=15))["instance"]["name"]
                 for _ in "ab"
             ]
             assert sorted(names) == ["bobs", "nb"]
             # Bob gets his own; had olivia's reached him, it would come before his next change's.
             await _changed(bobs.id)
             seen = [
-                (await as_bob.next_data(timeout=15))["computeInstanceEvents"]["instance"]["name"]
+                (await as_bob.next_change("computeInstanceEvents", timeout=15))["instance"]["name"]
                 for _ in "ab"
             ]
             assert seen == ["bobs", "bobs"]

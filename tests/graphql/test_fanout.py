@@ -113,6 +113,10 @@ async def test_identical_subscribers_share_one_execution_per_event(
             (third, await third.subscribe(EVENTS, variables)),
         ]
         await server.subscribed(str(ml.id), 4)
+        # each starts with a snapshot of the project's one instance
+        for session in (first, second, third):
+            await receive(session, 2 if session is first else 1)
+        executions.clear()
         await compute.deploy(await actor_for(alice.user), str(instance.id))
 
         received: dict[str, list[dict[str, Any]]] = {sid: [] for _, sid in subscriptions}
@@ -157,6 +161,9 @@ async def test_callers_who_see_differently_do_not_share(
         for session in sessions:  # the same document and variables for all three
             await session.subscribe(EVENTS_BY_CALLER, {"p": "research"})
         await server.subscribed(str(research.id), 3)
+        for session in sessions:
+            await receive(session, 1)  # the snapshot of the one instance shared with research
+        executions.clear()
         await compute.deploy(root, str(instance.id))
         seen = {session: await receive(session, 3) for session in sessions}
 
@@ -194,6 +201,9 @@ async def test_members_share_with_themselves_only(db: object, server: Server, ex
         await as_alice.subscribe(query, {"p": "ml"})  # alice twice: shares with herself
         await as_bob.subscribe(query, {"p": "ml"})
         await server.subscribed(str(ml.id), 3)
+        await receive(as_alice, 2)  # the snapshots
+        await receive(as_bob, 1)
+        executions.clear()
         await compute.deploy(await actor_for(alice.user), str(instance.id))
         seen = {"alice": await receive(as_alice, 6), "bob": await receive(as_bob, 3)}
 

@@ -73,6 +73,11 @@ def _rule(
     return dict(zip(ROLES, (anonymous, outsider, member, owner, admin, platform), strict=True))
 
 
+def _gpustack_item(name: str) -> str:
+    """A file in GPUStack's catalog format with one CPU template."""
+    return f"items:\n  - name: {name}\n    manufacturer: cpu\n    spec: {{image: ubuntu:24.04}}\n"
+
+
 # The usual shapes.
 PUBLIC = _rule(OK, OK, OK, OK, OK, OK)
 SELF = _rule(UNAUTH, OK, OK, OK, OK, OK)  # about the caller itself, or open to every signed-in user
@@ -288,6 +293,14 @@ CASES: dict[str, list[Case]] = {
         Case(lambda w: {"id": w.take("instance_templates")}, WRITE),
         Case(lambda w: {"id": w.take("global_instance_templates")}, PLATFORM),
     ],
+    "Mutation.importInstanceTemplates": [
+        Case(lambda w: {"project": "ml", "yaml": _gpustack_item(_uniq("imp"))}, WRITE),
+        Case(lambda w: {"yaml": _gpustack_item(_uniq("gimp"))}, PLATFORM),  # global: platform admins only
+    ],
+    "Query.exportInstanceTemplates": [
+        Case(lambda w: {"project": "ml"}, READ),
+        Case(lambda w: {}, SELF),  # the global templates: every signed-in user reads them
+    ],
     # ------------------------------------------------------------ service instances (the owner's)
     "Query.serviceInstances": [
         Case(lambda w: {"project": "ml"}, READ),
@@ -316,6 +329,8 @@ CASES: dict[str, list[Case]] = {
         Case(lambda w: {"id": w.take("transferable_services"), "owner": "tina"}, WRITE)
     ],
     "Subscription.serviceInstanceStatus": [Case(lambda w: {"id": w.service}, READ)],
+    # starts with a snapshot of the project's service instances (the world's one)
+    "Subscription.serviceInstanceEvents": [Case(lambda w: {"project": "ml"}, READ)],
     # ------------------------------------------------------------ quotas and capacity
     "Query.projectQuota": [Case(lambda w: {"project": "ml"}, READ)],
     "Query.gpuCapacity": [

@@ -571,3 +571,19 @@ async def test_unknown_ids_are_not_found(db: object, gql: GraphQLClient) -> None
             {"field": ["input", "id"], "message": "No such instance template.", "code": "NOT_FOUND"}
         ]
     assert _code(await gql(LIST, {"project": "nope"}, token=root.token)) == "NOT_FOUND"
+
+
+async def test_the_list_is_in_the_natural_order_of_names(db: object, gql: GraphQLClient) -> None:
+    # given numbered templates created out of order, a global one among them
+    await seed()
+    root, alice, _, _ = await _people()
+    for name in ("pytorch-2-10", "pytorch-2-6", "pytorch-2-9", "pytorch-10-0"):
+        await _created(gql, alice.token, project="ml", name=name, vendor="NVIDIA", image="ubuntu:24.04")
+    await _created(gql, root.token, name="pytorch-2-7", vendor="NVIDIA", image="ubuntu:24.04")
+    # when the project's list is read
+    listed = (await gql.data(LIST, {"project": "ml", "search": "pytorch-"}, token=alice.token))[
+        "instanceTemplates"
+    ]
+    # then the versions count up: built-in ones first, then 2-6, 2-7, 2-9, 2-10, 10-0
+    names = [t["name"] for t in listed if not t["builtIn"]]
+    assert names == ["pytorch-2-6", "pytorch-2-7", "pytorch-2-9", "pytorch-2-10", "pytorch-10-0"]

@@ -17,7 +17,9 @@ from tests.factories import make_instance, make_profile, make_project, make_user
 from tests.workers.conftest import Pipeline, wait_status
 
 STATUS = """subscription($id: ID!) { computeInstanceStatus(id: $id) { status message instance { name status } } }"""
-EVENTS = """subscription($p: String!) { computeInstanceEvents(project: $p) { status instance { name project { name } } } }"""
+EVENTS = """subscription($p: String!) {
+  computeInstanceEvents(project: $p) { status source cursor instance { name project { name } } }
+}"""
 
 
 @pytest.fixture
@@ -84,7 +86,7 @@ async def test_project_events_include_shared_instances(db: object, server: str) 
             await wait_status(instance.id, DeploymentStatus.SUCCESS)
         names: dict[str, list[str]] = {}
         while sum(len(v) for v in names.values()) < 6:
-            event = (await session.next_data())["computeInstanceEvents"]
+            event = await session.next_change("computeInstanceEvents")
             names.setdefault(event["instance"]["name"], []).append(event["status"])
         assert names == {
             "theirs": ["WAITING", "IN_PROGRESS", "SUCCESS"],

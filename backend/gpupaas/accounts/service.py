@@ -27,6 +27,7 @@ from gpupaas.core.actor import ANONYMOUS, Actor, Credential, Role
 from gpupaas.core.errors import Collector, ErrorCode, NotFound, UserErrors
 from gpupaas.core.hooks import Hook
 from gpupaas.core.ids import parse_id
+from gpupaas.core.natural import natural_sorted
 from gpupaas.core.pagination import Page, paginate_by_name
 from gpupaas.core.search import matching
 from gpupaas.events import outbox
@@ -392,8 +393,8 @@ async def project_named(name: str) -> Project | None:
 async def visible_projects(actor: Actor) -> list[Project]:
     actor.require_user()
     if actor.is_platform_admin:
-        return await Project.all().order_by("name")
-    return await Project.filter(id__in=list(actor.roles)).order_by("name")
+        return natural_sorted(await Project.all(), lambda p: p.name)
+    return natural_sorted(await Project.filter(id__in=list(actor.roles)), lambda p: p.name)
 
 
 async def project_by_name(actor: Actor, name: str) -> Project | None:

@@ -27,6 +27,7 @@ from gpupaas.core.actor import Actor
 from gpupaas.core.errors import Collector, ErrorCode, Forbidden, UserErrors
 from gpupaas.core.hooks import Hook
 from gpupaas.core.ids import parse_id
+from gpupaas.core.natural import natural_key
 from gpupaas.provisioning.drivers.k8s_manifests.placement import (
     label_key_problem,
     parse_node_label,
@@ -114,7 +115,7 @@ async def list_clusters(actor: Actor) -> list[Cluster]:
     """Every cluster, the default first: for platform admins and project admins (Forbidden for
     anyone else); project admins see each as SHOWN_TO_ALL says."""
     _require_chooser(actor)
-    return await Cluster.all().order_by("-is_default", "name")
+    return sorted(await Cluster.all(), key=lambda c: (not c.is_default, natural_key(c.name)))
 
 
 async def get_cluster(actor: Actor, cluster_id: str) -> Cluster | None:

@@ -34,10 +34,9 @@ from gpupaas.compute import configuration, owners, service
 from gpupaas.compute.models import ComputeInstance, ComputeInstanceShare
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core.crypto import Sealer
-from gpupaas.core.errors import NotAuthenticated, NotFound
 from gpupaas.core.gpus import Vendor
 from gpupaas.core.hooks import Hook
-from gpupaas.events.broadcast import Overflow, StatusEvent
+from gpupaas.events.broadcast import StatusEvent
 from gpupaas.graphql.common import (
     DeletePayload,
     KeyValue,
@@ -50,8 +49,8 @@ from gpupaas.graphql.common import (
 )
 from gpupaas.graphql.connections import Connection, cursor_of
 from gpupaas.graphql.context import Info
-from gpupaas.graphql.follow import follow_status
-from gpupaas.graphql.loaders import Loaders, by_id, grouped, grouped_pairs
+from gpupaas.graphql.follow import LIVE, Meta, StatusEventSource, follow_project, follow_status
+from gpupaas.graphql.loaders import by_id, grouped, grouped_pairs
 from gpupaas.graphql.time_limits import TimeLimits, time_limits_of
 from gpupaas.runs.models import DeploymentRun
 from gpupaas.runs.states import RunAction, RunStatus
@@ -361,6 +360,18 @@ class ComputeInstanceStatusEvent:
     status: DeploymentStatus
     message: str | None
     at: datetime
+    cursor: str | None = strawberry.field(
+        default=None,
+        description="Its place in its project's status stream: pass the last one you received as "
+        "`after` when you subscribe again, to get what you missed. Null for an instance shared from "
+        "another project (a resumed subscription sends those as they are now).",
+    )
+    source: StatusEventSource = strawberry.field(default=StatusEventSource.LIVE)
+    missed_events: bool = strawberry.field(
+        default=False,
+        description="True on the snapshot sent instead of a replay: the `after` cursor was older than "
+        "the replay retention (GPUPAAS_STATUS_REPLAY_HOURS) or unknown, so events were missed.",
+    )
 
 
 def _payload(instance: ComputeInstance | None, errors: list[UserError]) -> ComputeInstancePayload:
@@ -482,77 +493,82 @@ class ComputeMutation:
 
 
 def _event(
-    instance: ComputeInstance, status: str, message: str | None, at: datetime
+    instance: ComputeInstance, status: str, message: str | None, at: datetime, meta: Meta = LIVE
 ) -> ComputeInstanceStatusEvent:
     return ComputeInstanceStatusEvent(
-        instance=ComputeInstanceType.of(instance), status=DeploymentStatus(status), message=message, at=at
+        instance=ComputeInstanceType.of(instance),
+        status=DeploymentStatus(status),
+        message=message,
+        at=at,
+        cursor=meta.cursor_text,
+        source=meta.source,
+        missed_events=meta.missed,
     )
 
 
-async def _shown(item: StatusEvent) -> ComputeInstanceStatusEvent | None:
+async def _shown(item: StatusEvent, meta: Meta) -> ComputeInstanceStatusEvent | None:
     current = await service.instance_of_event(item.instance_id)
-    return _event(current, item.status, item.message, datetime.fromisoformat(item.at)) if current else None
+    return (
+        _event(current, item.status, item.message, datetime.fromisoformat(item.at), meta) if current else None
+    )
+
+
+AFTER = strawberry.argument(
+    description="The `cursor` of the last event received: first the events since then (source "
+    "REPLAY), then live ones. Without it the subscription starts with a snapshot."
+)
 
 
 @strawberry.type
 class ComputeSubscription:
     @strawberry.subscription(
-        description="The first event is the instance's current state; then one event per change, in order. "
-        "Ends when the instance is deleted."
+        description="First the instance's current state (source SNAPSHOT) or, with `after`, what "
+        "changed since that cursor (REPLAY); then one event per change, in order. Ends when the "
+        "instance is deleted."
     )
     async def compute_instance_status(
-        self, info: Info, id: strawberry.ID
+        self, info: Info, id: strawberry.ID, after: Annotated[str | None, AFTER] = None
     ) -> AsyncGenerator[ComputeInstanceStatusEvent, None]:
         actor = info.context.actor
         see_all = info.context.settings.members_see_all_instances
         load = functools.partial(service.get_instance, actor, id, members_see_all=see_all)
-        async for event in follow_status(info, load, _event, missing="No such compute instance."):
+        async for event in follow_status(
+            info, load, _event, missing="No such compute instance.", after=after
+        ):
             yield event
 
     @strawberry.subscription(
         description="Every status change of the project's instances (and those shared with it), "
-        "for dashboards."
+        "for dashboards: first each instance's current state (source SNAPSHOT) or, with `after`, "
+        "what changed since that cursor (REPLAY), then live, in order."
     )
     async def compute_instance_events(
-        self, info: Info, project: str
+        self, info: Info, project: str, after: Annotated[str | None, AFTER] = None
     ) -> AsyncGenerator[ComputeInstanceStatusEvent, None]:
-        context = info.context
-        actor = context.actor
-        broadcaster = context.broadcaster
-        if actor.user is None:
-            raise NotAuthenticated()
-        owner = await project_by_name(actor, project)
-        if owner is None or broadcaster is None:
-            raise NotFound(f'project "{project}" not found')
-        owner_id = str(owner.id)
-        see_all = context.settings.members_see_all_instances
-        last: dict[str, int] = {}
-        # Per subscriber and event: what is here, and sending (at 1,000 subscribers, every
-        # microsecond here is a millisecond of an event's delivery).
-        async with broadcaster.project(owner_id) as subscription:
-            queue = subscription.queue
-            while True:
-                item = await queue.get()
-                if (
-                    isinstance(item, Overflow)
-                    or item.kind != "compute"
-                    or item.deleted
-                    or item.version <= last.get(item.instance_id, 0)
-                ):
-                    continue
-                last[item.instance_id] = item.version
-                context.loaders = Loaders()
-                if not item.visible_in(owner_id):
-                    continue
-                # Read and built once per event for every subscriber of this process: the same
-                # event object, so that its subscribers who see alike share one execution of their
-                # selection too (graphql/fanout.py).
-                event = await broadcaster.once(
-                    ("compute-instance-event", item.instance_id, item.version),
-                    functools.partial(_shown, item),
-                )
-                if event is None or not service.shown_to(
-                    actor, event.instance._model, members_see_all=see_all
-                ):
-                    continue
-                yield event
+        actor = info.context.actor
+        see_all = info.context.settings.members_see_all_instances
+
+        async def find() -> uuid.UUID | None:
+            owner = await project_by_name(actor, project)
+            return owner.id if owner is not None else None
+
+        async def snapshot(shared_only: bool) -> list[ComputeInstance]:
+            owner = await project_by_name(actor, project)
+            if owner is None:
+                return []
+            return await service.current_instances(
+                actor, owner, shared_only=shared_only, members_see_all=see_all
+            )
+
+        async for event in follow_project(
+            info,
+            project,
+            after,
+            kind="compute",
+            find=find,
+            snapshot=snapshot,
+            of_event=_shown,
+            shown_to=lambda event: service.shown_to(actor, event.instance._model, members_see_all=see_all),
+            make=_event,
+        ):
+            yield event

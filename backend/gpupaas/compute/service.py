@@ -149,6 +149,23 @@ async def instance_of_event(instance_id: str) -> ComputeInstance | None:
     return await ComputeInstance.get_or_none(id=iid) if iid is not None else None
 
 
+SNAPSHOT_LIMIT = 1000
+
+
+async def current_instances(
+    actor: Actor, owner: Project, *, shared_only: bool, members_see_all: bool
+) -> list[ComputeInstance]:
+    """For a project-wide status subscription's snapshot: the instances the caller sees in the
+    project (the first SNAPSHOT_LIMIT by name), or only those shared with it from other projects."""
+    query = ComputeInstance.filter(shared_filter(owner))
+    if shared_only:
+        query = query.exclude(project_id=owner.id)
+    hidden = owners.visible_filter(actor, members_see_all)
+    if hidden is not None:
+        query = query.filter(hidden)
+    return await query.order_by("name", "id").limit(SNAPSHOT_LIMIT)
+
+
 async def list_instances(
     actor: Actor,
     project: str,

@@ -35,6 +35,9 @@ class StatusEvent:
     at: str
     # "compute" (a compute instance) or "service" (a GPU service instance; instance_id is its id).
     kind: str = "compute"
+    # Its place in its project's stream (events/outbox.py `add_status`); None in events written
+    # before streams had cursors.
+    cursor: int | None = None
 
     @classmethod
     def parse(cls, payload: dict[str, Any]) -> StatusEvent:
@@ -49,6 +52,7 @@ class StatusEvent:
             deleted=bool(payload.get("deleted")),
             at=payload["at"],
             kind=str(payload.get("kind") or "compute"),
+            cursor=int(payload["cursor"]) if payload.get("cursor") is not None else None,
         )
 
     def visible_in(self, project_id: str) -> bool:
@@ -59,12 +63,17 @@ class Overflow:
     """Put in a queue that filled up: the subscriber lost events and must re-read the state."""
 
 
+class Resync:
+    """Put in every queue when this process's status consumer may have lost events (it was reset
+    to a new position, or reconnected): subscribers catch up from the database."""
+
+
 class Subscription:
     def __init__(self, key: str) -> None:
         self.key = key
-        self.queue: asyncio.Queue[StatusEvent | Overflow] = asyncio.Queue(maxsize=QUEUE_SIZE)
+        self.queue: asyncio.Queue[StatusEvent | Overflow | Resync] = asyncio.Queue(maxsize=QUEUE_SIZE)
 
-    def offer(self, event: StatusEvent) -> None:
+    def offer(self, event: StatusEvent | Resync) -> None:
         try:
             self.queue.put_nowait(event)
         except asyncio.QueueFull:
@@ -150,6 +159,14 @@ class StatusBroadcaster:
             for project_id in list(targets):
                 for subscription in self._by_project.get(project_id, ()):
                     subscription.offer(event)
+
+    def resync(self) -> None:
+        """Tells every subscriber to catch up from the database (see `Resync`)."""
+        marker = Resync()
+        for index in (self._by_instance, self._by_project):
+            for subscriptions in list(index.values()):
+                for subscription in list(subscriptions):
+                    subscription.offer(marker)
 
     async def once(self, key: Hashable, load: Callable[[], Awaitable[T]]) -> T:
         """`load()`'s result for `key`, read once for all the subscribers that ask for it (the

@@ -22,10 +22,30 @@ class OutboxMessage(Model):
     claimed_by = fields.CharField(max_length=128, null=True)
     claimed_until = fields.DatetimeField(null=True)
     last_error: str | None = fields.TextField(null=True)
+    # Status events only (events/outbox.py `add_status`): the project whose stream the event is in
+    # and its place there. Those rows are kept after they are sent, for subscriptions that resume
+    # (`after:`), until the replay retention has passed (events/relay.py).
+    project_id = fields.UUIDField(null=True)
+    cursor = fields.BigIntField(null=True)
 
     class Meta:
         table = "outbox"
-        indexes = (("sent_at", "id"),)
+        indexes = (("sent_at", "id"), ("project_id", "cursor"))
+
+
+class StatusStream(Model):
+    """Per project: the cursor of its last status event.
+
+    Moved on (INSERT .. ON CONFLICT .. DO UPDATE .. RETURNING) in the transaction that writes the
+    event, whose row it keeps locked until that commits: one project's status events commit in
+    cursor order, so a subscriber that has an event knows that every earlier cursor of its project
+    is in the database."""
+
+    project_id = fields.UUIDField(primary_key=True)
+    cursor = fields.BigIntField(default=0)
+
+    class Meta:
+        table = "status_streams"
 
 
 class DataVersion(Model):

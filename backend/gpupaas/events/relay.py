@@ -35,6 +35,7 @@ class Relay:
         poll_seconds: float = 0.5,
         batch: int = 200,
         keep_sent: timedelta = timedelta(hours=1),
+        keep_status: timedelta = timedelta(hours=24),
         max_backoff_seconds: float = 5.0,
         claim_for: timedelta = timedelta(seconds=60),
     ) -> None:
@@ -44,6 +45,7 @@ class Relay:
         self.poll_seconds = poll_seconds
         self.batch = batch
         self.keep_sent = keep_sent
+        self.keep_status = keep_status
         self.max_backoff_seconds = max_backoff_seconds
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -138,4 +140,10 @@ class Relay:
         if moment - self._last_sweep < timedelta(minutes=1):
             return
         self._last_sweep = moment
-        await OutboxMessage.filter(sent_at__lte=moment - self.keep_sent).delete()
+        await self.sweep(moment)
+
+    async def sweep(self, moment: datetime) -> None:
+        """Deletes sent rows after `keep_sent`; status rows, which subscriptions replay from, after
+        `keep_status` (the replay retention)."""
+        await OutboxMessage.filter(sent_at__lte=moment - self.keep_sent, cursor=None).delete()
+        await OutboxMessage.filter(sent_at__lte=moment - self.keep_status, cursor__not_isnull=True).delete()

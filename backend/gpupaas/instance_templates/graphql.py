@@ -23,7 +23,7 @@ from gpupaas.graphql.context import Info
 from gpupaas.graphql.loaders import by_id
 from gpupaas.instance_templates import service
 from gpupaas.instance_templates.models import ImagePullPolicy, InstanceTemplate, Protocol
-from gpupaas.instance_templates.spec import Port
+from gpupaas.instance_templates.spec import Port, ServiceSpec, port_kubernetes_names
 
 ImagePullPolicyEnum = strawberry.enum(ImagePullPolicy, name="ImagePullPolicy")
 ProtocolEnum = strawberry.enum(Protocol, name="Protocol")
@@ -34,10 +34,30 @@ ProtocolEnum = strawberry.enum(Protocol, name="Protocol")
     "the query string of the port's connect link."
 )
 class ContainerPort:
-    name: str
+    name: str = strawberry.field(
+        description='The label a person gave the port ("SSH", "Web UI"): unique among the ports, '
+        "letter case aside."
+    )
     port: int
     protocol: Protocol
     access_params: list[KeyValue]
+    kubernetes_name: str = strawberry.field(
+        description='The port\'s name in Kubernetes, derived from its label ("Web UI" -> "web-ui"): '
+        "what the container's and the Service's ports are called."
+    )
+
+    @classmethod
+    def all_of(cls, spec: ServiceSpec) -> list[ContainerPort]:
+        return [
+            cls(
+                name=port.name,
+                port=port.port,
+                protocol=Protocol(port.protocol),
+                access_params=[KeyValue(key=key, value=value) for key, value in port.access_params],
+                kubernetes_name=k8s_name,
+            )
+            for port, k8s_name in zip(spec.ports, port_kubernetes_names(spec), strict=True)
+        ]
 
 
 @strawberry.input
@@ -110,17 +130,7 @@ class InstanceTemplateType:
             command=list(template.command),
             container_disk=template.container_disk,
             mount_path=template.mount_path,
-            ports=[
-                ContainerPort(
-                    name=port["name"],
-                    port=port["port"],
-                    protocol=Protocol(port.get("protocol") or Protocol.TCP),
-                    access_params=[
-                        KeyValue(key=p["key"], value=p["value"]) for p in port.get("accessParams") or []
-                    ],
-                )
-                for port in template.ports
-            ],
+            ports=ContainerPort.all_of(template.spec()),
             env=[KeyValue(key=e["key"], value=e["value"]) for e in template.env],
             gpu_partition=template.gpu_partition,
             image_pull_secret=template.image_pull_secret,
@@ -204,6 +214,50 @@ def _template_in(data: CreateInstanceTemplateInput | UpdateInstanceTemplateInput
     )
 
 
+ImportOutcomeEnum = strawberry.enum(
+    service.ImportOutcome,
+    name="InstanceTemplateImportOutcome",
+    description="What importing one template of a file did.",
+)
+
+
+@strawberry.type(description="A reason a template of an imported file was refused.")
+class ImportProblem:
+    field: str = strawberry.field(
+        description='Where in the file, in GPUStack\'s field names: "items[3].spec.ports[0].port".'
+    )
+    message: str
+
+
+@strawberry.type(description="One template of an imported file: what became of it, and why when REFUSED.")
+class InstanceTemplateImport:
+    index: int = strawberry.field(description="The template's place in the file's items, from 0.")
+    name: str | None
+    outcome: service.ImportOutcome
+    instance_template: InstanceTemplateType | None = strawberry.field(
+        description="The template as it is now; null when REFUSED."
+    )
+    problems: list[ImportProblem]
+
+    @classmethod
+    def of(cls, result: service.ImportResult) -> InstanceTemplateImport:
+        return cls(
+            index=result.index,
+            name=result.name,
+            outcome=result.outcome,
+            instance_template=InstanceTemplateType.of(result.template) if result.template else None,
+            problems=[ImportProblem(field=field, message=message) for field, message in result.problems],
+        )
+
+
+@strawberry.type
+class ImportInstanceTemplatesPayload:
+    results: list[InstanceTemplateImport] = strawberry.field(
+        description="One per template of the file, in its order; empty when the file could not be read."
+    )
+    user_errors: list[UserError]
+
+
 def _payload(template: InstanceTemplate | None, errors: list[UserError]) -> InstanceTemplatePayload:
     return InstanceTemplatePayload(
         instance_template=InstanceTemplateType.of(template) if template else None, user_errors=errors
@@ -214,13 +268,23 @@ def _payload(template: InstanceTemplate | None, errors: list[UserError]) -> Inst
 class GpuServiceQuery:
     @strawberry.field(
         description="Global templates and the project's own; search matches name and display name. "
-        "Built-in ones first, then by name."
+        'Built-in ones first, then in the natural order of names ("pytorch-2-6" before "pytorch-2-10").'
     )
     async def instance_templates(
         self, info: Info, project: str, search: str | None = None, vendor: Vendor | None = None
     ) -> list[InstanceTemplateType]:
         rows = await service.list_templates(info.context.actor, project, search, vendor)
         return [InstanceTemplateType.of(t) for t in rows]
+
+    @strawberry.field(
+        description="Templates as a file in GPUStack's catalog format (YAML): the project's own, or, with "
+        "project left out, the global ones. `names` picks some (an unknown one: NOT_FOUND). gpupaas's "
+        "own fields go under each item's `x-gpupaas` key: importing the file again changes nothing."
+    )
+    async def export_instance_templates(
+        self, info: Info, project: str | None = None, names: list[str] | None = None
+    ) -> str:
+        return await service.export_templates(info.context.actor, project, names)
 
     @strawberry.field
     async def instance_template(self, info: Info, id: strawberry.ID) -> InstanceTemplateType | None:
@@ -244,6 +308,20 @@ class GpuServiceMutation:
     ) -> InstanceTemplatePayload:
         return _payload(
             *await attempt(service.update_template(info.context.actor, input.id, _template_in(input)))
+        )
+
+    @strawberry.mutation(
+        description="Imports templates from a file in GPUStack's catalog format (YAML, at most 1 MiB and "
+        "500 templates) into the project, or with project left out the global templates (platform admins "
+        "only; a project's: its admins). Each template is CREATED, UPDATED, UNCHANGED or REFUSED (with "
+        "the field and why) on its own: one refused does not stop the others."
+    )
+    async def import_instance_templates(
+        self, info: Info, yaml: str, project: str | None = None
+    ) -> ImportInstanceTemplatesPayload:
+        results, errors = await attempt(service.import_templates(info.context.actor, project, yaml))
+        return ImportInstanceTemplatesPayload(
+            results=[InstanceTemplateImport.of(result) for result in results or []], user_errors=errors
         )
 
     @strawberry.mutation(

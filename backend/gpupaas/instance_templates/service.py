@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from enum import Enum
 from typing import Any
 
 from tortoise.exceptions import IntegrityError
@@ -31,17 +32,23 @@ from gpupaas.core.actor import Actor
 from gpupaas.core.errors import Collector, ErrorCode, Forbidden, NotFound, UserErrors
 from gpupaas.core.gpus import Vendor
 from gpupaas.core.ids import parse_id
+from gpupaas.core.natural import natural_key
 from gpupaas.core.search import matching
+from gpupaas.instance_templates import gpustack
 from gpupaas.instance_templates.builtins import BUILTIN_INSTANCE_TEMPLATES
 from gpupaas.instance_templates.models import ImagePullPolicy, InstanceTemplate
 from gpupaas.instance_templates.spec import Port, ServiceSpec, check_spec
 from gpupaas.pull_secrets import service as pull_secrets
 
 __all__ = [
+    "ImportOutcome",
+    "ImportResult",
     "TemplateIn",
     "create_template",
     "delete_template",
+    "export_templates",
     "get_template",
+    "import_templates",
     "is_global",
     "list_templates",
     "sync_builtin_instance_templates",
@@ -115,17 +122,16 @@ async def get_template(actor: Actor, template_id: str) -> InstanceTemplate | Non
 async def list_templates(
     actor: Actor, project: str, search: str | None, vendor: Vendor | None
 ) -> list[InstanceTemplate]:
-    """The global templates and the project's own: built-in ones first, then by name."""
+    """The global templates and the project's own: built-in ones first, then in the natural order of
+    their names ("pytorch-2-6" before "pytorch-2-10")."""
     owner = await project_by_name(actor, project)
     if owner is None:
         raise NotFound(f'project "{project}" not found')
     query = InstanceTemplate.filter(Q(project_id=owner.id) | Q(project__is_system=True))
     if vendor is not None:
         query = query.filter(vendor=vendor)
-    rows: list[InstanceTemplate] = await matching(query, search, "name", "display_name").order_by(
-        "-built_in", "name", "created_at"
-    )
-    return rows
+    rows: list[InstanceTemplate] = await matching(query, search, "name", "display_name")
+    return sorted(rows, key=lambda t: (not t.built_in, natural_key(t.name), t.created_at))
 
 
 # ---------------------------------------------------------------- writing
@@ -325,3 +331,129 @@ async def sync_builtin_instance_templates() -> None:
         template.set_spec(builtin.spec)
         with contextlib.suppress(IntegrityError):  # another process inserted it first
             await template.save()
+
+
+# ---------------------------------------------------------------- GPUStack's format
+
+
+class ImportOutcome(str, Enum):
+    CREATED = "CREATED"
+    UPDATED = "UPDATED"
+    UNCHANGED = "UNCHANGED"
+    REFUSED = "REFUSED"
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    """What importing one item of a file did: `problems` (GPUStack path, message) when REFUSED."""
+
+    index: int
+    name: str | None
+    outcome: ImportOutcome
+    template: InstanceTemplate | None = None
+    problems: tuple[tuple[str, str], ...] = ()
+
+
+async def _import_scope(actor: Actor, project: str | None) -> Project:
+    """The project the templates go to (the system project for global ones), the caller's right
+    to write there checked once for the whole file."""
+    if project is None:
+        actor.require_platform_admin()
+        return await ensure_system_project()
+    owner = await require_project(actor, project, ("project",))
+    if is_global(owner):
+        raise UserErrors.one(
+            ("project",), "leave project out (null) to import global templates", ErrorCode.INVALID
+        )
+    _require_writer(actor, owner)
+    return owner
+
+
+def _as_written(template: gpustack.Template) -> TemplateIn:
+    """Every field as the file gives it: what the file leaves out takes its default, so that an
+    import makes the template what the file says (a description left out is cleared)."""
+    spec = template.spec
+    return TemplateIn(
+        name=template.name,
+        display_name=template.display_name or template.name,
+        description=template.description or "",
+        vendor=Vendor(spec.vendor),
+        image=spec.image,
+        image_pull_policy=ImagePullPolicy(spec.image_pull_policy),
+        command=spec.command,
+        container_disk=spec.container_disk,
+        mount_path=spec.mount_path,
+        ports=spec.ports,
+        env=spec.env,
+    )
+
+
+def _same(existing: InstanceTemplate, template: gpustack.Template) -> bool:
+    return (
+        existing.spec() == template.spec
+        and existing.display_name == (template.display_name or template.name)
+        and (existing.description or "") == (template.description or "")
+    )
+
+
+async def _import_one(actor: Actor, owner: Project, entry: gpustack.Entry) -> ImportResult:
+    template = entry.template
+    if template is None:
+        return ImportResult(entry.index, entry.name, ImportOutcome.REFUSED, problems=entry.problems)
+    data = _as_written(template)
+    existing = await InstanceTemplate.get_or_none(project_id=owner.id, name=template.name).select_related(
+        "project"
+    )
+    try:
+        if existing is None:
+            scope = None if is_global(owner) else owner.name
+            created = await create_template(actor, scope, data)
+            return ImportResult(entry.index, entry.name, ImportOutcome.CREATED, created)
+        if _same(existing, template):
+            return ImportResult(entry.index, entry.name, ImportOutcome.UNCHANGED, existing)
+        updated = await update_template(actor, str(existing.id), data)
+        return ImportResult(entry.index, entry.name, ImportOutcome.UPDATED, updated)
+    except UserErrors as error:
+        problems = tuple(
+            (gpustack.gpustack_path(entry.index, problem.field, template.spec), problem.message)
+            for problem in error.problems
+        )
+        return ImportResult(entry.index, entry.name, ImportOutcome.REFUSED, problems=problems)
+
+
+async def import_templates(actor: Actor, project: str | None, text: str) -> list[ImportResult]:
+    """Imports a file in GPUStack's catalog format into the project (None: the global templates).
+    Each template is created, updated or left unchanged on its own; one refused does not stop the
+    others. A file that cannot be read at all is a UserErrors on `yaml`."""
+    owner = await _import_scope(actor, project)
+    try:
+        entries = gpustack.parse_catalog(text)
+    except gpustack.CatalogError as error:
+        raise UserErrors.one(("yaml",), str(error)) from None
+    return [await _import_one(actor, owner, entry) for entry in entries]
+
+
+async def export_templates(actor: Actor, project: str | None, names: Sequence[str] | None) -> str:
+    """The project's own templates (None: the global ones, built-in ones included) in GPUStack's
+    catalog format, in the natural order of their names; `names` picks some of them."""
+    actor.require_user()
+    if project is None:
+        owner = await ensure_system_project()
+    else:
+        found = await project_by_name(actor, project)
+        if found is None or is_global(found):
+            raise NotFound(f'project "{project}" not found')
+        owner = found
+    rows = {t.name: t for t in await InstanceTemplate.filter(project_id=owner.id)}
+    if names is not None:
+        missing = [name for name in names if name not in rows]
+        if missing:
+            where = "global" if project is None else f'project "{project}"'
+            raise NotFound(f"no instance template named {', '.join(map(repr, missing))} in {where}")
+        chosen = [rows[name] for name in dict.fromkeys(names)]
+    else:
+        chosen = list(rows.values())
+    chosen.sort(key=lambda t: natural_key(t.name))
+    return gpustack.export_catalog(
+        [gpustack.Template(t.name, t.display_name, t.description, t.spec()) for t in chosen]
+    )

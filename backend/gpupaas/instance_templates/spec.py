@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal, get_args
 
 from gpupaas.core import gpu_resources, quantities, validation
-from gpupaas.instance_templates import placeholders
+from gpupaas.instance_templates import placeholders, port_names
 
 __all__ = [
     "MAX_ACCESS_PARAMS",
@@ -36,6 +36,7 @@ __all__ = [
     "ServiceSpec",
     "Vendor",
     "check_spec",
+    "port_kubernetes_names",
     "spec_from_json",
     "spec_to_json",
 ]
@@ -59,8 +60,7 @@ MAX_ACCESS_PARAM_KEY_LENGTH = 128
 MAX_ACCESS_PARAM_VALUE_LENGTH = 1024
 MAX_ENV = 256
 MAX_ENV_VALUE_LENGTH = 32 * 1024
-# Kubernetes container port names are IANA service names: at most 15 characters.
-PORT_NAME_MAX = 15
+PORT_NAME_MAX = port_names.LABEL_MAX
 
 # Mounting the workspace at or under these would hide what every image needs to run.
 _SYSTEM_DIRS = (
@@ -82,13 +82,12 @@ _SYSTEM_DIRS = (
 _WHOLE_DIRS = ("/var", "/opt")
 
 _ACCESS_PARAM_KEY_RE = re.compile(r"[A-Za-z0-9_.-]+", re.ASCII)
-# A port name is a DNS-1123 label, with more rules after (port_name_problem).
-_PORT_NAME_RE = re.compile(validation.DNS_LABEL_PATTERN, re.ASCII)
 
 
 @dataclass(frozen=True)
 class Port:
-    """A container port; its access params become the query string of its connect link."""
+    """A container port; its access params become the query string of its connect link. `name` is
+    the label a person gave it ("SSH", "Web UI"); Kubernetes gets `port_kubernetes_names`'s."""
 
     name: str
     port: int
@@ -162,31 +161,6 @@ def mount_path_problem(path: str) -> str | None:
     return None
 
 
-def port_name_problem(name: str) -> str | None:
-    """A Kubernetes container port name (an IANA service name): ``http``, ``jupyter``."""
-    if not name:
-        return "must not be empty"
-    if len(name) > PORT_NAME_MAX:
-        return (
-            f"must be at most {PORT_NAME_MAX} characters, the limit of Kubernetes port names "
-            f"(it has {len(name)})"
-        )
-    if not _PORT_NAME_RE.fullmatch(name):
-        rule = (
-            'must consist of lowercase letters, digits and "-", starting and ending with a letter or '
-            'digit, like "http" or "jupyter"'
-        )
-        lowered = name.lower()
-        if lowered != name and _PORT_NAME_RE.fullmatch(lowered):
-            return f'{rule}: did you mean "{lowered}"?'
-        return rule
-    if "--" in name:
-        return 'must not contain "--"'
-    if not any(c.isalpha() for c in name):
-        return 'must contain at least one letter, like "http" or "p8888"'
-    return None
-
-
 def _text_field(
     problems: list[tuple[Path, str]], path: Path, value: str, message: str | None, *, placeholders_ok: bool
 ) -> None:
@@ -222,15 +196,19 @@ def _check_ports(spec: ServiceSpec, problems: list[tuple[Path, str]]) -> None:
     if len(spec.ports) > MAX_PORTS:
         problems.append((("ports",), f"must have at most {MAX_PORTS} ports (it has {len(spec.ports)})"))
         return
-    names: dict[str, int] = {}
+    names: dict[str, str] = {}
     numbers: dict[tuple[int, str], str] = {}
     for index, port in enumerate(spec.ports):
         base: Path = ("ports", index)
-        name_problem = port_name_problem(port.name)
-        if name_problem is None and port.name in names:
-            name_problem = f'duplicate port name "{port.name}": each port needs a name of its own'
+        name_problem = port_names.label_problem(port.name)
+        folded = port.name.strip().casefold()
+        if name_problem is None and folded in names:
+            name_problem = (
+                f'duplicate port name "{port.name}" (port "{names[folded]}" has it, letter case aside): '
+                "each port needs a name of its own"
+            )
         _text_field(problems, (*base, "name"), port.name, name_problem, placeholders_ok=False)
-        names.setdefault(port.name, index)
+        names.setdefault(folded, port.name)
         protocol_problem = _one_of(port.protocol, PROTOCOLS)
         if protocol_problem is not None:
             problems.append(((*base, "protocol"), protocol_problem))
@@ -357,6 +335,11 @@ def _path_order(path: Path) -> tuple[tuple[int, str], ...]:
 
 
 # ---------------------------------------------------------------------------------------- JSON
+
+
+def port_kubernetes_names(spec: ServiceSpec) -> list[str]:
+    """The Kubernetes name of each port, in order (port_names.py says how they are derived)."""
+    return port_names.kubernetes_names([port.name for port in spec.ports])
 
 
 def spec_to_json(spec: ServiceSpec) -> dict[str, Any]:

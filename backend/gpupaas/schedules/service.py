@@ -31,6 +31,7 @@ from gpupaas.core import time_limits, validation
 from gpupaas.core.actor import Actor
 from gpupaas.core.errors import Collector, ErrorCode, Forbidden, NotFound, UserErrors
 from gpupaas.core.ids import parse_id
+from gpupaas.core.natural import natural_sorted
 from gpupaas.events import outbox
 from gpupaas.runs import lifecycle as runs
 from gpupaas.runs.kinds import RunKind
@@ -244,7 +245,7 @@ async def list_schedules(actor: Actor, project: str) -> list[Schedule]:
     owner = await project_by_name(actor, project)
     if owner is None or not actor.is_member_of(owner.id):
         raise NotFound(f'project "{project}" not found')
-    return await Schedule.filter(project_id=owner.id).order_by("name")
+    return natural_sorted(await Schedule.filter(project_id=owner.id), lambda s: s.name)
 
 
 async def create_schedule(actor: Actor, data: ScheduleIn, *, at: datetime | None = None) -> Schedule:

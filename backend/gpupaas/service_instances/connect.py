@@ -34,7 +34,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import quote, urlencode, urlsplit
 
-from gpupaas.instance_templates.spec import Port, ServiceSpec
+from gpupaas.instance_templates.port_names import kubernetes_name
+from gpupaas.instance_templates.spec import Port, ServiceSpec, port_kubernetes_names
 
 __all__ = [
     "HTTPS_PORTS",
@@ -64,7 +65,8 @@ class ConnectLink:
 
 
 def _words(name: str) -> set[str]:
-    return set(name.lower().split("-"))
+    """The words of a port's label: "Web UI" and "web-ui" both hold "web" and "ui"."""
+    return set(kubernetes_name(name).split("-"))
 
 
 def is_ssh_port(port: Port) -> bool:
@@ -141,8 +143,8 @@ def connect_links(
         return []
     scheme, host = parsed
     links: list[ConnectLink] = []
-    for port in spec.ports:
-        number = port.port if node_ports is None else node_ports.get(port.name, port.port)
+    for port, k8s_name in zip(spec.ports, port_kubernetes_names(spec), strict=True):
+        number = port.port if node_ports is None else node_ports.get(k8s_name, port.port)
         if is_ssh_port(port):
             links.append(ConnectLink(port=port.name, url=f"ssh -p {number} root@{host}"))
         elif is_web_port(port):

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 from gpupaas.clusters.models import Cluster
 from gpupaas.core import crypto
+from gpupaas.instance_templates.spec import port_kubernetes_names
 from gpupaas.provisioning.drivers.simulated.endpoints import Endpoint
 from gpupaas.provisioning.plan import Plan
 from gpupaas.provisioning.registry import ClusterDriver
@@ -46,8 +47,8 @@ def _endpoints(
     except (crypto.DecryptionError, ValueError):
         return {}
     endpoints: dict[int, Endpoint] = {}
-    for port in spec.ports:
-        node_port = node_ports.get(port.name)
+    for port, k8s_name in zip(spec.ports, port_kubernetes_names(spec), strict=True):
+        node_port = node_ports.get(k8s_name)
         if node_port is not None and is_web_port(port):
             endpoints[node_port] = Endpoint(service.display_name, spec.image, port.name, port.access_params)
     return endpoints

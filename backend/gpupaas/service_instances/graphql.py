@@ -8,14 +8,23 @@ import uuid
 from collections.abc import AsyncGenerator
 from datetime import datetime
 from enum import Enum
+from typing import Annotated
 
 import strawberry
 from strawberry.dataloader import DataLoader
 
 from gpupaas.accounts.graphql import ProjectType, project_of
+from gpupaas.accounts.service import project_by_name
 from gpupaas.clusters.graphql import cluster_of
-from gpupaas.compute.graphql import ComputeInstanceType, InstanceOwner, compute_instances_by_id, owner_of
+from gpupaas.compute.graphql import (
+    AFTER,
+    ComputeInstanceType,
+    InstanceOwner,
+    compute_instances_by_id,
+    owner_of,
+)
 from gpupaas.compute.models import ComputeInstance
+from gpupaas.events.broadcast import StatusEvent
 from gpupaas.graphql.common import (
     DeletePayload,
     KeyValue,
@@ -27,7 +36,7 @@ from gpupaas.graphql.common import (
 )
 from gpupaas.graphql.connections import Connection, cursor_of
 from gpupaas.graphql.context import Info
-from gpupaas.graphql.follow import follow_status
+from gpupaas.graphql.follow import LIVE, Meta, StatusEventSource, follow_project, follow_status
 from gpupaas.graphql.loaders import grouped
 from gpupaas.graphql.time_limits import TimeLimits, time_limits_of
 from gpupaas.instance_templates.graphql import (
@@ -36,7 +45,7 @@ from gpupaas.instance_templates.graphql import (
     InstanceTemplateType,
     instance_templates_by_id,
 )
-from gpupaas.instance_templates.models import ImagePullPolicy, Protocol
+from gpupaas.instance_templates.models import ImagePullPolicy
 from gpupaas.service_instances import service as instances
 from gpupaas.service_instances.models import ServiceInstance
 from gpupaas.service_instances.states import Request, ServiceStatus
@@ -196,15 +205,7 @@ class ServiceInstanceType:
             command=list(spec.command),
             container_disk=spec.container_disk,
             mount_path=spec.mount_path,
-            ports=[
-                ContainerPort(
-                    name=port.name,
-                    port=port.port,
-                    protocol=Protocol(port.protocol),
-                    access_params=[KeyValue(key=k, value=v) for k, v in port.access_params],
-                )
-                for port in spec.ports
-            ],
+            ports=ContainerPort.all_of(spec),
             env=[KeyValue(key=k, value=v) for k, v in spec.env],
             gpu_count=service.gpu_count,
             gpu_partition=spec.gpu_partition,
@@ -257,6 +258,17 @@ class ServiceInstanceStatusEvent:
     status: ServiceStatus
     message: str | None
     at: datetime
+    cursor: str | None = strawberry.field(
+        default=None,
+        description="Its place in its project's status stream: pass the last one you received as "
+        "`after` when you subscribe again, to get what you missed.",
+    )
+    source: StatusEventSource = strawberry.field(default=StatusEventSource.LIVE)
+    missed_events: bool = strawberry.field(
+        default=False,
+        description="True on the snapshot sent instead of a replay: the `after` cursor was older than "
+        "the replay retention (GPUPAAS_STATUS_REPLAY_HOURS) or unknown, so events were missed.",
+    )
 
 
 def _payload(found: ServiceInstance | None, errors: list[UserError]) -> ServiceInstancePayload:
@@ -356,23 +368,76 @@ class ServiceInstanceMutation:
 
 
 def _event(
-    found: ServiceInstance, status: str, message: str | None, at: datetime
+    found: ServiceInstance, status: str, message: str | None, at: datetime, meta: Meta = LIVE
 ) -> ServiceInstanceStatusEvent:
     return ServiceInstanceStatusEvent(
-        instance=ServiceInstanceType.of(found), status=ServiceStatus(status), message=message, at=at
+        instance=ServiceInstanceType.of(found),
+        status=ServiceStatus(status),
+        message=message,
+        at=at,
+        cursor=meta.cursor_text,
+        source=meta.source,
+        missed_events=meta.missed,
+    )
+
+
+async def _shown(item: StatusEvent, meta: Meta) -> ServiceInstanceStatusEvent | None:
+    current = await instances.service_of_event(item.instance_id)
+    return (
+        _event(current, item.status, item.message, datetime.fromisoformat(item.at), meta) if current else None
     )
 
 
 @strawberry.type
 class ServiceInstanceSubscription:
     @strawberry.subscription(
-        description="The first event is the service instance's current state; then one event per "
-        "change, in order. Ends when the service instance is deleted."
+        description="First the service instance's current state (source SNAPSHOT) or, with `after`, "
+        "what changed since that cursor (REPLAY); then one event per change, in order. Ends when "
+        "the service instance is deleted."
     )
     async def service_instance_status(
-        self, info: Info, id: strawberry.ID
+        self, info: Info, id: strawberry.ID, after: Annotated[str | None, AFTER] = None
     ) -> AsyncGenerator[ServiceInstanceStatusEvent, None]:
         see_all = info.context.settings.members_see_all_instances
         load = functools.partial(instances.get_service, info.context.actor, id, members_see_all=see_all)
-        async for event in follow_status(info, load, _event, missing="No such service instance."):
+        async for event in follow_status(
+            info, load, _event, missing="No such service instance.", after=after
+        ):
+            yield event
+
+    @strawberry.subscription(
+        description="Every status change of the project's service instances, for dashboards: first "
+        "each one's current state (source SNAPSHOT) or, with `after`, what changed since that "
+        "cursor (REPLAY), then live, in order."
+    )
+    async def service_instance_events(
+        self, info: Info, project: str, after: Annotated[str | None, AFTER] = None
+    ) -> AsyncGenerator[ServiceInstanceStatusEvent, None]:
+        actor = info.context.actor
+        see_all = info.context.settings.members_see_all_instances
+
+        async def find() -> uuid.UUID | None:
+            owner = await project_by_name(actor, project)
+            return owner.id if owner is not None else None
+
+        async def snapshot(shared_only: bool) -> list[ServiceInstance]:
+            # service instances are never shared: another project's stream holds none of ours
+            owner = None if shared_only else await project_by_name(actor, project)
+            return (
+                []
+                if owner is None
+                else await instances.current_services(actor, owner, members_see_all=see_all)
+            )
+
+        async for event in follow_project(
+            info,
+            project,
+            after,
+            kind="service",
+            find=find,
+            snapshot=snapshot,
+            of_event=_shown,
+            shown_to=lambda event: instances.shown_to(actor, event.instance._model, members_see_all=see_all),
+            make=_event,
+        ):
             yield event

@@ -35,7 +35,7 @@ from typing import Any
 
 from gpupaas.core import gpu_resources
 from gpupaas.core.quantities import parse_quantity
-from gpupaas.instance_templates.spec import ServiceSpec
+from gpupaas.instance_templates.spec import ServiceSpec, port_kubernetes_names
 from gpupaas.provisioning.plan import SERVICE_LABEL, Plan, namespace_for
 from gpupaas.provisioning.render.rendering import OutputDefinition, RenderContext
 from gpupaas.service_instances.podspec import DEFAULT_WORKSPACE_SIZE, build_objects
@@ -149,11 +149,11 @@ def build_service_plan(
     )
     outputs = tuple(
         OutputDefinition(
-            name=NODE_PORT_OUTPUT + port.name,
+            name=NODE_PORT_OUTPUT + k8s_name,
             description=f"The node port of port {port.name}",
             value=f"{{{{ objects.Service.spec.ports.{index}.nodePort }}}}",
         )
-        for index, port in enumerate(spec.ports)
+        for index, (port, k8s_name) in enumerate(zip(spec.ports, port_kubernetes_names(spec), strict=True))
     )
     context = RenderContext(
         inputs={},
@@ -192,7 +192,8 @@ def build_service_plan(
 
 
 def node_ports_of(outputs: Mapping[str, str]) -> dict[str, int]:
-    """The node ports, by port name, from an apply's outputs (ports without one are left out)."""
+    """The node ports, by the ports' Kubernetes names, from an apply's outputs (ports without one
+    are left out)."""
     ports: dict[str, int] = {}
     for key, value in outputs.items():
         if key.startswith(NODE_PORT_OUTPUT) and value.isdigit():

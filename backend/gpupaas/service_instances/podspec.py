@@ -71,7 +71,7 @@ from typing import Any, Literal
 
 from gpupaas.core import quantities, validation
 from gpupaas.instance_templates import placeholders
-from gpupaas.instance_templates.spec import ServiceSpec
+from gpupaas.instance_templates.spec import ServiceSpec, port_kubernetes_names
 from gpupaas.provisioning.plan import COMPUTE_INSTANCE_LABEL, MANAGED_BY, SERVICE_LABEL
 
 __all__ = [
@@ -353,7 +353,8 @@ def _container(
         container["env"] = env
     if spec.ports:
         container["ports"] = [
-            {"name": port.name, "containerPort": port.port, "protocol": port.protocol} for port in spec.ports
+            {"name": k8s_name, "containerPort": port.port, "protocol": port.protocol}
+            for port, k8s_name in zip(spec.ports, port_kubernetes_names(spec), strict=True)
         ]
     container["resources"] = {"requests": dict(resources), "limits": dict(resources)}
     container["volumeMounts"] = [
@@ -498,8 +499,8 @@ def build_service(
             "type": service_type,
             "selector": {SERVICE_LABEL: instance_id},
             "ports": [
-                {"name": port.name, "port": port.port, "targetPort": port.port, "protocol": port.protocol}
-                for port in spec.ports
+                {"name": k8s_name, "port": port.port, "targetPort": port.port, "protocol": port.protocol}
+                for port, k8s_name in zip(spec.ports, port_kubernetes_names(spec), strict=True)
             ],
         },
     }

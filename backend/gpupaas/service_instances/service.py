@@ -171,6 +171,25 @@ async def _require_own(
     return found
 
 
+SNAPSHOT_LIMIT = 1000
+
+
+async def service_of_event(service_id: str) -> ServiceInstance | None:
+    """The service instance a status event is about, as it is now."""
+    sid = parse_id(service_id)
+    return await ServiceInstance.get_or_none(id=sid) if sid is not None else None
+
+
+async def current_services(actor: Actor, owner: Project, *, members_see_all: bool) -> list[ServiceInstance]:
+    """For a project-wide status subscription's snapshot: the project's service instances the
+    caller sees (the first SNAPSHOT_LIMIT by name)."""
+    query = ServiceInstance.filter(project_id=owner.id)
+    hidden = owners.visible_filter(actor, members_see_all)
+    if hidden is not None:
+        query = query.filter(hidden)
+    return await query.order_by("name", "id").limit(SNAPSHOT_LIMIT)
+
+
 async def list_services(
     actor: Actor,
     project: str,

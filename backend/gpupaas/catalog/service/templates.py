@@ -36,6 +36,7 @@ from gpupaas.core.actor import Actor
 from gpupaas.core.crypto import Sealer
 from gpupaas.core.errors import Collector, ErrorCode, UserErrors
 from gpupaas.core.ids import parse_id
+from gpupaas.core.natural import natural_key
 from gpupaas.core.search import matching
 from gpupaas.provisioning import builtins
 from gpupaas.provisioning.inputs import InputDefinition
@@ -94,13 +95,11 @@ async def _require_template(actor: Actor, template_id: str, field: tuple[str, ..
 
 
 async def list_templates(actor: Actor, project: str, search: str | None) -> list[EnvironmentTemplate]:
-    """The project's templates and the built-in ones, by name."""
+    """The project's templates and the built-in ones, built-in first, in the natural order of names."""
     owner = await project_for_listing(actor, project)
     query = EnvironmentTemplate.filter(Q(project_id=owner.id) | Q(project__is_system=True))
-    rows: list[EnvironmentTemplate] = await matching(
-        query, search, "name", "display_name", "description"
-    ).order_by("-built_in", "name")
-    return rows
+    rows: list[EnvironmentTemplate] = await matching(query, search, "name", "display_name", "description")
+    return sorted(rows, key=lambda t: (not t.built_in, natural_key(t.name)))
 
 
 async def create_template(

@@ -9,7 +9,7 @@ from tortoise import fields
 
 
 class Migration(migrations.Migration):
-    dependencies = [("gpupaas", "0024_gpu_partitions")]
+    dependencies = [("gpupaas", "0025_gpu_partitions")]
 
     initial = False
 

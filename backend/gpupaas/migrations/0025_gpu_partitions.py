@@ -6,7 +6,7 @@ from tortoise.migrations import operations as ops
 
 
 class Migration(migrations.Migration):
-    dependencies = [("gpupaas", "0023_ssh_public_keys")]
+    dependencies = [("gpupaas", "0024_status_streams")]
 
     initial = False
 

@@ -1,0 +1,479 @@
+"""GPUStack's instance-template catalog format, read and written (pure functions, no database).
+
+The format (GPUStack's `gpu-instance-templates.yaml` and the templates of its API) is a YAML
+document with `items:`, each a template:
+
+```yaml
+items:
+  - name: pytorch-2-6            # a DNS label, unique in the file
+    displayName: PyTorch 2.6
+    description: ...
+    manufacturer: nvidia          # cpu | nvidia | amd | intel | ascend
+    spec:
+      image: nvcr.io/nvidia/pytorch:24.12-py3
+      imagePullPolicy: IfNotPresent   # Always | IfNotPresent | Never
+      command: [jupyter, lab, "--ServerApp.token={{generated_token}}"]
+      ports:
+        - {name: JUPYTER, port: 8888, protocol: TCP, accessParams: {token: "{{generated_token}}"}}
+      env: [{name: HF_HOME, value: /workspace/hf}]
+      resources: {localStorage: 15Gi}
+      volumeMount: /workspace
+```
+
+`parse_catalog` reads a whole file into one `Entry` per item: the template it describes, or the
+problems that refuse it (as GPUStack paths, `items[3].spec.ports[0].port`, with a message), so that
+one bad template does not stop the others. Fields gpupaas cannot honour (yet) are refused by name
+(`UNSUPPORTED`), never dropped: a template imported is a template that runs as its file says.
+
+Everything of a gpupaas template that GPUStack's format cannot say goes under the item's
+`x-gpupaas` key (GPUStack ignores keys it does not know), so that `export_catalog` followed by
+`parse_catalog` gives the same templates back. `gpustack_path` turns the API's field paths (what
+the template service reports) into the file's.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from gpupaas.core import yaml_limits
+from gpupaas.instance_templates.spec import Port, ServiceSpec
+
+__all__ = [
+    "EXTENSION_KEY",
+    "MAX_TEMPLATES",
+    "MAX_YAML_BYTES",
+    "UNSUPPORTED",
+    "CatalogError",
+    "Entry",
+    "Template",
+    "export_catalog",
+    "gpustack_path",
+    "parse_catalog",
+]
+
+MAX_YAML_BYTES = 1024 * 1024
+MAX_TEMPLATES = 500
+EXTENSION_KEY = "x-gpupaas"
+
+# GPUStack's manufacturer -> gpupaas's vendor.
+_MANUFACTURERS = {"cpu": "CPU", "nvidia": "NVIDIA", "amd": "AMD", "intel": "INTEL", "ascend": "ASCEND"}
+_VENDOR_MANUFACTURER = {vendor: manufacturer for manufacturer, vendor in _MANUFACTURERS.items()}
+_PULL_POLICIES = {"Always": "ALWAYS", "IfNotPresent": "IF_NOT_PRESENT", "Never": "NEVER"}
+_POLICY_NAMES = {policy: name for name, policy in _PULL_POLICIES.items()}
+
+_ITEM_KEYS = ("name", "displayName", "description", "manufacturer", "spec", EXTENSION_KEY)
+_SPEC_KEYS = (
+    "image",
+    "imagePullPolicy",
+    "command",
+    "ports",
+    "env",
+    "resources",
+    "volumeMount",
+    "imagePullSecret",
+    "volume",
+    "sshPublicKeys",
+)
+_PORT_KEYS = ("name", "port", "protocol", "accessParams")
+_ENV_KEYS = ("name", "value")
+_RESOURCE_KEYS = (
+    "cpu",
+    "ram",
+    "localStorage",
+    "accelerator",
+    "acceleratorSlicedMemoryPercentage",
+    "acceleratorSlicedCoresPercentage",
+    "acceleratorPartitionedProfile",
+)
+_EXTENSION_KEYS: tuple[str, ...] = ()
+
+# GPUStack's fields that gpupaas cannot honour yet, and why: refused by name, never dropped.
+UNSUPPORTED: dict[str, str] = {
+    "spec.resources.cpu": (
+        "a template cannot fix its CPU in gpupaas yet: a service's CPU follows its GPUs' share of "
+        "the compute instance; remove the field"
+    ),
+    "spec.resources.ram": (
+        "a template cannot fix its memory in gpupaas yet: a service's memory follows its GPUs' "
+        "share of the compute instance; remove the field"
+    ),
+    "spec.resources.accelerator": (
+        "a gpupaas template does not fix a GPU count: each service chooses it when it is launched "
+        "(gpuCount, 1 by default); remove the field"
+    ),
+    "spec.resources.acceleratorSlicedMemoryPercentage": (
+        "gpupaas does not slice GPUs by memory percentage; remove the field"
+    ),
+    "spec.resources.acceleratorSlicedCoresPercentage": (
+        "gpupaas does not slice GPUs by compute percentage; remove the field"
+    ),
+    "spec.resources.acceleratorPartitionedProfile": (
+        "gpupaas templates do not name a GPU partition yet; remove the field"
+    ),
+    "spec.imagePullSecret": (
+        "gpupaas templates cannot name an image pull secret yet; use a public image or remove the field"
+    ),
+    "spec.volume": (
+        "gpupaas templates cannot choose their volume yet: every service gets a workspace volume "
+        "of the compute instance's storage at volumeMount; remove the field"
+    ),
+    "spec.sshPublicKeys": ("SSH public keys are not part of a template: remove the field"),
+}
+
+
+class CatalogError(ValueError):
+    """The whole file cannot be read (not YAML, too large, no list of templates)."""
+
+
+@dataclass(frozen=True)
+class Template:
+    name: str
+    display_name: str | None
+    description: str | None
+    spec: ServiceSpec
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One item of the file: its template, or the problems (GPUStack path, message) refusing it."""
+
+    index: int
+    name: str | None
+    template: Template | None
+    problems: tuple[tuple[str, str], ...] = ()
+
+
+# ---------------------------------------------------------------------------------------- reading
+
+
+class _Refused(Exception):
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        super().__init__(problems)
+        self.problems = problems
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "empty"
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+class _Reader:
+    """Reads one item, gathering every problem with its path."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.problems: list[tuple[str, str]] = []
+
+    def where(self, path: str) -> str:
+        return f"{self.base}.{path}" if path else self.base
+
+    def add(self, path: str, message: str) -> None:
+        self.problems.append((self.where(path), message))
+
+    def keys(self, data: Mapping[Any, Any], allowed: Sequence[str], path: str) -> None:
+        for key in data:
+            if key in allowed:
+                continue
+            field = f"{path}.{key}" if path else str(key)
+            close = difflib.get_close_matches(str(key), allowed, n=1)
+            hint = f' (did you mean "{close[0]}"?)' if close else ""
+            self.add(
+                field,
+                f"is not a field of GPUStack's template format{hint}; the fields are {', '.join(allowed)}",
+            )
+
+    def text(self, data: Mapping[str, Any], key: str, path: str, *, required: bool = False) -> str | None:
+        value = data.get(key)
+        field = f"{path}.{key}" if path else key
+        if value is None:
+            if required:
+                self.add(field, "is required")
+            return None
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            self.add(field, f"must be text, not {_kind(value)}")
+            return None
+        # YAML reads `15` or `1.0` as numbers; GPUStack's fields are text: take them as written.
+        return value if isinstance(value, str) else str(value)
+
+    def mapping(self, data: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
+        value = data.get(key)
+        field = f"{path}.{key}" if path else key
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            self.add(field, f"must be a mapping, not {_kind(value)}")
+            return {}
+        return value
+
+    def items(self, data: Mapping[str, Any], key: str, path: str) -> list[Any]:
+        value = data.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            self.add(f"{path}.{key}", f"must be a list, not {_kind(value)}")
+            return []
+        return value
+
+
+def _ports(reader: _Reader, spec: Mapping[str, Any]) -> tuple[Port, ...]:
+    ports: list[Port] = []
+    for index, item in enumerate(reader.items(spec, "ports", "spec")):
+        path = f"spec.ports[{index}]"
+        if not isinstance(item, dict):
+            reader.add(path, f"must be a mapping with port, name and protocol, not {_kind(item)}")
+            continue
+        reader.keys(item, _PORT_KEYS, path)
+        number = item.get("port")
+        if number is None:
+            reader.add(f"{path}.port", "is required: the port number inside the container, like 8888")
+            continue
+        if isinstance(number, bool) or not isinstance(number, int):
+            reader.add(f"{path}.port", f"must be a port number from 1 to 65535, not {_kind(number)}")
+            continue
+        protocol = reader.text(item, "protocol", path) or "TCP"
+        # GPUStack's name is optional; a gpupaas port needs one: the protocol and number say it.
+        name = reader.text(item, "name", path) or f"{protocol.lower()}-{number}"
+        params: list[tuple[str, str]] = []
+        access = reader.mapping(item, "accessParams", path)
+        for key, value in access.items():
+            if not isinstance(key, str):
+                reader.add(f"{path}.accessParams", f"keys must be text, not {_kind(key)} ({key!r})")
+            elif isinstance(value, bool) or not isinstance(value, (str, int, float)):
+                reader.add(f"{path}.accessParams.{key}", f"must be text, not {_kind(value)}")
+            else:
+                params.append((key, value if isinstance(value, str) else str(value)))
+        ports.append(Port(name=name, port=number, protocol=protocol, access_params=tuple(params)))  # type: ignore[arg-type]
+    return tuple(ports)
+
+
+def _env(reader: _Reader, spec: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    env: list[tuple[str, str]] = []
+    for index, item in enumerate(reader.items(spec, "env", "spec")):
+        path = f"spec.env[{index}]"
+        if not isinstance(item, dict):
+            reader.add(path, f"must be a mapping with name and value, not {_kind(item)}")
+            continue
+        reader.keys(item, _ENV_KEYS, path)
+        name = reader.text(item, "name", path, required=True)
+        value = reader.text(item, "value", path, required=True)
+        if name is not None and value is not None:
+            env.append((name, value))
+    return tuple(env)
+
+
+def _command(reader: _Reader, spec: Mapping[str, Any]) -> tuple[str, ...]:
+    command: list[str] = []
+    for index, item in enumerate(reader.items(spec, "command", "spec")):
+        if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+            reader.add(f"spec.command[{index}]", f"must be text, not {_kind(item)}")
+        else:
+            command.append(item if isinstance(item, str) else str(item))
+    return tuple(command)
+
+
+def _unsupported(reader: _Reader, spec: Mapping[str, Any], resources: Mapping[str, Any]) -> None:
+    for key in ("imagePullSecret", "volume", "sshPublicKeys"):
+        if spec.get(key) not in (None, [], {}):
+            reader.add(f"spec.{key}", UNSUPPORTED[f"spec.{key}"])
+    for key in _RESOURCE_KEYS:
+        if key != "localStorage" and resources.get(key) is not None:
+            reader.add(f"spec.resources.{key}", UNSUPPORTED[f"spec.resources.{key}"])
+
+
+def _read_item(index: int, item: object) -> Entry:
+    reader = _Reader(f"items[{index}]")
+    if not isinstance(item, dict):
+        reader.add("", f"must be a mapping (a template with name, manufacturer and spec), not {_kind(item)}")
+        return Entry(index, None, None, tuple(reader.problems))
+    reader.keys(item, _ITEM_KEYS, "")
+    name = reader.text(item, "name", "", required=True)
+    display_name = reader.text(item, "displayName", "")
+    description = reader.text(item, "description", "")
+    manufacturer = reader.text(item, "manufacturer", "") or "cpu"
+    vendor = _MANUFACTURERS.get(manufacturer.lower())
+    if vendor is None:
+        reader.add(
+            "manufacturer",
+            f'gpupaas runs {", ".join(_MANUFACTURERS)} templates, not "{manufacturer}"',
+        )
+    spec = reader.mapping(item, "spec", "")
+    if "spec" not in item:
+        reader.add("spec", "is required: the template's image, command, ports...")
+    reader.keys(spec, _SPEC_KEYS, "spec")
+    image = reader.text(spec, "image", "spec", required=True)
+    policy_name = reader.text(spec, "imagePullPolicy", "spec") or "IfNotPresent"
+    policy = _PULL_POLICIES.get(policy_name)
+    if policy is None:
+        reader.add(
+            "spec.imagePullPolicy", f'must be one of {", ".join(_PULL_POLICIES)} (not "{policy_name}")'
+        )
+    resources = reader.mapping(spec, "resources", "spec")
+    reader.keys(resources, _RESOURCE_KEYS, "spec.resources")
+    _unsupported(reader, spec, resources)
+    extension = reader.mapping(item, EXTENSION_KEY, "")
+    reader.keys(extension, _EXTENSION_KEYS, EXTENSION_KEY)
+    service_spec = ServiceSpec(
+        vendor=vendor or "CPU",  # type: ignore[arg-type]
+        image=image or "",
+        image_pull_policy=policy or "IF_NOT_PRESENT",  # type: ignore[arg-type]
+        command=_command(reader, spec),
+        container_disk=reader.text(resources, "localStorage", "spec.resources") or "15Gi",
+        mount_path=reader.text(spec, "volumeMount", "spec") or "/workspace",
+        ports=_ports(reader, spec),
+        env=_env(reader, spec),
+    )
+    if reader.problems:
+        return Entry(index, name, None, tuple(reader.problems))
+    assert name is not None
+    return Entry(index, name, Template(name, display_name, description, service_spec))
+
+
+def _items_of(document: object) -> list[Any]:
+    if isinstance(document, dict) and "items" in document:
+        items = document["items"]
+        if not isinstance(items, list):
+            raise CatalogError(f"items: must be a list of templates, not {_kind(items)}")
+        return items
+    if isinstance(document, list):
+        return document
+    if isinstance(document, dict) and "spec" in document:
+        return [document]  # one template on its own
+    raise CatalogError(
+        "the file must hold GPUStack's templates: a mapping with `items:` (a list of templates), "
+        f"or a list of templates; this one holds {_kind(document)}"
+    )
+
+
+def parse_catalog(text: str) -> list[Entry]:
+    """Every item of a GPUStack catalog file, in order. Raises CatalogError when the file as a
+    whole cannot be read; a bad item is refused in its Entry, the others are read."""
+    size = len(text.encode())
+    if size > MAX_YAML_BYTES:
+        raise CatalogError(f"the file is {size} bytes: at most {MAX_YAML_BYTES} bytes (1 MiB) are read")
+    try:
+        document = yaml_limits.safe_load(text)
+    except yaml.YAMLError as error:
+        raise CatalogError(f"not valid YAML: {error}") from None
+    items = _items_of(document)
+    if len(items) > MAX_TEMPLATES:
+        raise CatalogError(f"the file holds {len(items)} templates: at most {MAX_TEMPLATES} are read at once")
+    entries: list[Entry] = []
+    first: dict[str, int] = {}
+    for index, item in enumerate(items):
+        entry = _read_item(index, item)
+        if entry.name is not None and entry.name in first:
+            entry = Entry(
+                index,
+                entry.name,
+                None,
+                (
+                    (
+                        f"items[{index}].name",
+                        f'items[{first[entry.name]}] has the name "{entry.name}" too: '
+                        "each template of a file needs a name of its own",
+                    ),
+                ),
+            )
+        elif entry.name is not None:
+            first[entry.name] = index
+        entries.append(entry)
+    return entries
+
+
+# ------------------------------------------------------------------------------- error paths
+
+
+_FIELD_PATHS = {
+    "name": "name",
+    "displayName": "displayName",
+    "description": "description",
+    "vendor": "manufacturer",
+    "image": "spec.image",
+    "imagePullPolicy": "spec.imagePullPolicy",
+    "command": "spec.command",
+    "containerDisk": "spec.resources.localStorage",
+    "mountPath": "spec.volumeMount",
+    "ports": "spec.ports",
+    "env": "spec.env",
+}
+
+
+def gpustack_path(index: int, field: Sequence[str] | None, spec: ServiceSpec) -> str:
+    """The file's path of a field the template service reported: ("input", "ports", "0", "name")
+    -> "items[3].spec.ports[0].name"; ("input", "env", "1", "key") -> "items[3].spec.env[1].name"."""
+    base = f"items[{index}]"
+    parts = [part for part in (field or ()) if part != "input"]
+    if not parts:
+        return base
+    head, *rest = parts
+    path = f"{base}.{_FIELD_PATHS.get(head, head)}"
+    if head == "command" and rest:
+        return f"{path}[{rest[0]}]"
+    if head == "env" and rest:
+        path += f"[{rest[0]}]"
+        return path + (".name" if rest[1:] == ["key"] else f".{rest[1]}" if len(rest) > 1 else "")
+    if head == "ports" and rest:
+        path += f"[{rest[0]}]"
+        if len(rest) >= 3 and rest[1] == "accessParams" and rest[0].isdigit() and rest[2].isdigit():
+            port, param = int(rest[0]), int(rest[2])
+            if port < len(spec.ports) and param < len(spec.ports[port].access_params):
+                return f"{path}.accessParams.{spec.ports[port].access_params[param][0]}"
+            return f"{path}.accessParams"
+        return path + "".join(f".{part}" for part in rest[1:])
+    return path + "".join(f".{part}" for part in rest)
+
+
+# ---------------------------------------------------------------------------------------- writing
+
+
+def template_item(template: Template) -> dict[str, Any]:
+    """One template as an item of GPUStack's format."""
+    spec = template.spec
+    body: dict[str, Any] = {
+        "image": spec.image,
+        "imagePullPolicy": _POLICY_NAMES[spec.image_pull_policy],
+    }
+    if spec.command:
+        body["command"] = list(spec.command)
+    if spec.ports:
+        ports = []
+        for port in spec.ports:
+            written: dict[str, Any] = {"name": port.name, "port": port.port, "protocol": port.protocol}
+            if port.access_params:
+                written["accessParams"] = dict(port.access_params)
+            ports.append(written)
+        body["ports"] = ports
+    if spec.env:
+        body["env"] = [{"name": key, "value": value} for key, value in spec.env]
+    body["resources"] = {"localStorage": spec.container_disk}
+    body["volumeMount"] = spec.mount_path
+    item: dict[str, Any] = {"name": template.name}
+    if template.display_name is not None:
+        item["displayName"] = template.display_name
+    if template.description:
+        item["description"] = template.description
+    item["manufacturer"] = _VENDOR_MANUFACTURER[spec.vendor]
+    item["spec"] = body
+    return item
+
+
+def export_catalog(templates: Sequence[Template]) -> str:
+    """The templates as a GPUStack catalog file (what `parse_catalog` reads back the same)."""
+    document = {"items": [template_item(template) for template in templates]}
+    return yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100)

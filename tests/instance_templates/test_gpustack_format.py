@@ -1,0 +1,74 @@
+"""GPUStack's catalog format as pure functions: what export writes, parse reads back the same."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpupaas.instance_templates.gpustack import Template, export_catalog, gpustack_path, parse_catalog
+from gpupaas.instance_templates.spec import PROTOCOLS, PULL_POLICIES, VENDORS, Port, ServiceSpec
+
+text = st.text(st.characters(exclude_categories=("Cs", "Cc")), max_size=12) | st.sampled_from(
+    ["", "0", "1.0", "true", "null", "~", "- x", "{{generated_token}}", "a: b", "#", "line\nbreak"]
+)
+names = st.from_regex(r"[a-z]([-a-z0-9]{0,10}[a-z0-9])?", fullmatch=True)
+
+
+@st.composite
+def ports(draw: st.DrawFn) -> tuple[Port, ...]:
+    labels = draw(st.lists(text.filter(bool), max_size=4, unique_by=str.casefold))
+    return tuple(
+        Port(
+            name=label,
+            port=draw(st.integers(1, 65535)),
+            protocol=draw(st.sampled_from(PROTOCOLS)),
+            access_params=tuple(draw(st.dictionaries(text, text, max_size=3)).items()),
+        )
+        for label in labels
+    )
+
+
+specs = st.builds(
+    ServiceSpec,
+    vendor=st.sampled_from(VENDORS),
+    image=text,
+    image_pull_policy=st.sampled_from(PULL_POLICIES),
+    command=st.lists(text, max_size=4).map(tuple),
+    container_disk=text.filter(bool),
+    mount_path=text.filter(bool),
+    ports=ports(),
+    env=st.lists(st.tuples(text, text), max_size=3).map(tuple),
+)
+templates = st.builds(
+    Template, name=names, display_name=st.none() | text.filter(bool), description=st.none() | text, spec=specs
+)
+
+
+@settings(max_examples=200)
+@given(st.lists(templates, max_size=4, unique_by=lambda t: t.name))
+def test_export_then_parse_gives_the_templates_back(written: list[Template]) -> None:
+    entries = parse_catalog(export_catalog(written))
+    assert [entry.problems for entry in entries] == [() for _ in written]
+    read = [entry.template for entry in entries]
+    expected = [
+        Template(t.name, t.display_name, t.description or None, t.spec) for t in written
+    ]  # an empty description is not written
+    assert read == expected
+
+
+def test_paths_of_the_services_fields_are_the_files() -> None:
+    spec = ServiceSpec(
+        vendor="CPU", image="x", ports=(Port(name="web", port=80, access_params=(("token", "t"),)),)
+    )
+    assert gpustack_path(2, ("input", "vendor"), spec) == "items[2].manufacturer"
+    assert gpustack_path(2, ("input", "containerDisk"), spec) == "items[2].spec.resources.localStorage"
+    assert gpustack_path(2, ("input", "mountPath"), spec) == "items[2].spec.volumeMount"
+    assert gpustack_path(2, ("input", "command", "1"), spec) == "items[2].spec.command[1]"
+    assert gpustack_path(2, ("input", "env", "0", "key"), spec) == "items[2].spec.env[0].name"
+    assert gpustack_path(2, ("input", "env", "0", "value"), spec) == "items[2].spec.env[0].value"
+    assert gpustack_path(2, ("input", "ports", "0", "name"), spec) == "items[2].spec.ports[0].name"
+    assert (
+        gpustack_path(2, ("input", "ports", "0", "accessParams", "0", "value"), spec)
+        == "items[2].spec.ports[0].accessParams.token"
+    )
+    assert gpustack_path(2, None, spec) == "items[2]"

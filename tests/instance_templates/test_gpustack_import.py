@@ -1,0 +1,280 @@
+"""Importing and exporting instance templates in GPUStack's catalog format, through the API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from gpupaas.bootstrap import seed
+from gpupaas.instance_templates.gpustack import MAX_YAML_BYTES
+from gpupaas.instance_templates.models import InstanceTemplate
+from tests.conftest import GraphQLClient
+from tests.instance_templates.test_instance_templates import _people
+
+IMPORT = """mutation($project: String, $yaml: String!) {
+  importInstanceTemplates(project: $project, yaml: $yaml) {
+    results {
+      index name outcome problems { field message }
+      instanceTemplate { name displayName description vendor image imagePullPolicy command containerDisk
+        mountPath ports { name kubernetesName port protocol accessParams { key value } } env { key value }
+        project { name } }
+    }
+    userErrors { field message code }
+  }
+}"""
+EXPORT = (
+    "query($project: String, $names: [String!]) { exportInstanceTemplates(project: $project, names: $names) }"
+)
+
+CATALOG = """
+items:
+  - name: ubuntu-24-04
+    displayName: Ubuntu 24.04
+    manufacturer: cpu
+    spec:
+      image: ubuntu:24.04
+      imagePullPolicy: IfNotPresent
+      command: [tail, -f, /dev/null]
+      ports:
+        - name: SSH
+          port: 22
+          protocol: TCP
+      resources:
+        localStorage: 15Gi
+      volumeMount: /workspace
+  - name: jupyter-lab
+    displayName: Jupyter Lab
+    description: Notebooks with a token
+    manufacturer: nvidia
+    spec:
+      image: quay.io/jupyter/pytorch-notebook:cuda12-lab-4.5.7
+      command: [jupyter, lab, "--ServerApp.token={{generated_token}}", --allow-root]
+      ports:
+        - name: JUPYTER
+          port: 8888
+          accessParams:
+            token: "{{generated_token}}"
+      env:
+        - {name: HF_HOME, value: /workspace/hf}
+      resources: {localStorage: 20Gi}
+      volumeMount: /home/jovyan/work
+  - name: Bad_Name
+    manufacturer: amd
+    spec:
+      image: rocm/pytorch:latest
+      ports:
+        - {name: SSH, port: 70000}
+  - name: with-secret
+    manufacturer: ascend
+    spec:
+      image: quay.io/ascend/cann:latest
+      imagePullSecret: {name: registry}
+      resources: {cpu: "4", localStorage: 15Gi}
+"""
+
+
+async def _import(gql: GraphQLClient, token: str, text: str, project: str | None = "ml") -> dict[str, Any]:
+    variables: dict[str, Any] = {"yaml": text}
+    if project is not None:
+        variables["project"] = project
+    result: dict[str, Any] = (await gql.data(IMPORT, variables, token=token))["importInstanceTemplates"]
+    return result
+
+
+def outcomes(payload: dict[str, Any]) -> list[tuple[str | None, str]]:
+    return [(r["name"], r["outcome"]) for r in payload["results"]]
+
+
+async def test_each_template_is_created_or_refused_on_its_own(db: object, gql: GraphQLClient) -> None:
+    _, alice, _, _ = await _people()
+    # when ml's admin imports a file with two good templates and two bad ones
+    payload = await _import(gql, alice.token, CATALOG)
+    # then the good ones are created as written, the bad ones refused with GPUStack's field paths
+    assert payload["userErrors"] == []
+    assert outcomes(payload) == [
+        ("ubuntu-24-04", "CREATED"),
+        ("jupyter-lab", "CREATED"),
+        ("Bad_Name", "REFUSED"),
+        ("with-secret", "REFUSED"),
+    ]
+    ubuntu, jupyter, bad, secret = payload["results"]
+    assert ubuntu["instanceTemplate"] == {
+        "name": "ubuntu-24-04",
+        "displayName": "Ubuntu 24.04",
+        "description": None,
+        "vendor": "CPU",
+        "image": "ubuntu:24.04",
+        "imagePullPolicy": "IF_NOT_PRESENT",
+        "command": ["tail", "-f", "/dev/null"],
+        "containerDisk": "15Gi",
+        "mountPath": "/workspace",
+        "ports": [
+            {"name": "SSH", "kubernetesName": "ssh", "port": 22, "protocol": "TCP", "accessParams": []}
+        ],
+        "env": [],
+        "project": {"name": "ml"},
+    }
+    assert jupyter["instanceTemplate"]["ports"] == [
+        {
+            "name": "JUPYTER",
+            "kubernetesName": "jupyter",
+            "port": 8888,
+            "protocol": "TCP",
+            "accessParams": [{"key": "token", "value": "{{generated_token}}"}],
+        }
+    ]
+    assert jupyter["instanceTemplate"]["env"] == [{"key": "HF_HOME", "value": "/workspace/hf"}]
+    assert (jupyter["instanceTemplate"]["containerDisk"], jupyter["instanceTemplate"]["mountPath"]) == (
+        "20Gi",
+        "/home/jovyan/work",
+    )
+    bad_fields = {p["field"]: p["message"] for p in bad["problems"]}
+    assert set(bad_fields) == {"items[2].name", "items[2].spec.ports[0].port"}
+    assert "lowercase" in bad_fields["items[2].name"]
+    assert "70000" in bad_fields["items[2].spec.ports[0].port"]
+    secret_fields = {p["field"]: p["message"] for p in secret["problems"]}
+    assert set(secret_fields) == {"items[3].spec.imagePullSecret", "items[3].spec.resources.cpu"}
+    assert "image pull secret" in secret_fields["items[3].spec.imagePullSecret"]
+    assert bad["instanceTemplate"] is None
+    assert sorted(t.name for t in await InstanceTemplate.filter(project__name="ml")) == [
+        "jupyter-lab",
+        "ubuntu-24-04",
+    ]
+
+
+async def test_importing_again_is_unchanged_and_a_change_updates(db: object, gql: GraphQLClient) -> None:
+    _, alice, _, _ = await _people()
+    await _import(gql, alice.token, CATALOG)
+    again = await _import(gql, alice.token, CATALOG)
+    assert outcomes(again)[:2] == [("ubuntu-24-04", "UNCHANGED"), ("jupyter-lab", "UNCHANGED")]
+    changed = CATALOG.replace("image: ubuntu:24.04", "image: ubuntu:26.04").replace(
+        "    description: Notebooks with a token\n", ""
+    )
+    payload = await _import(gql, alice.token, changed)
+    assert outcomes(payload)[:2] == [("ubuntu-24-04", "UPDATED"), ("jupyter-lab", "UPDATED")]
+    ubuntu, jupyter = payload["results"][:2]
+    assert ubuntu["instanceTemplate"]["image"] == "ubuntu:26.04"
+    assert jupyter["instanceTemplate"]["description"] is None  # a field left out is as the file says
+
+
+async def test_export_then_import_changes_nothing(db: object, gql: GraphQLClient) -> None:
+    await seed()
+    root, alice, bob, _ = await _people()
+    await _import(gql, alice.token, CATALOG)
+    # the project's own templates, in GPUStack's format, read by a member
+    exported = (await gql.data(EXPORT, {"project": "ml"}, token=bob.token))["exportInstanceTemplates"]
+    items = yaml.safe_load(exported)["items"]
+    assert [item["name"] for item in items] == ["jupyter-lab", "ubuntu-24-04"]
+    assert items[1]["spec"]["ports"] == [{"name": "SSH", "port": 22, "protocol": "TCP"}]
+    assert items[0]["manufacturer"] == "nvidia" and items[0]["spec"]["imagePullPolicy"] == "IfNotPresent"
+    assert outcomes(await _import(gql, alice.token, exported)) == [
+        ("jupyter-lab", "UNCHANGED"),
+        ("ubuntu-24-04", "UNCHANGED"),
+    ]
+    # the global ones (built-in ones among them) go back unchanged too
+    everything = (await gql.data(EXPORT, {}, token=bob.token))["exportInstanceTemplates"]
+    global_results = await _import(gql, root.token, everything, project=None)
+    assert global_results["results"] and {r["outcome"] for r in global_results["results"]} == {"UNCHANGED"}
+    # names pick some; an unknown one is NOT_FOUND
+    one = (await gql.data(EXPORT, {"project": "ml", "names": ["ubuntu-24-04"]}, token=bob.token))[
+        "exportInstanceTemplates"
+    ]
+    assert [item["name"] for item in yaml.safe_load(one)["items"]] == ["ubuntu-24-04"]
+    errors = (await gql(EXPORT, {"project": "ml", "names": ["nope"]}, token=bob.token))["errors"]
+    assert errors[0]["extensions"]["code"] == "NOT_FOUND" and "'nope'" in errors[0]["message"]
+
+
+async def test_files_that_cannot_be_read_are_refused_whole(db: object, gql: GraphQLClient) -> None:
+    _, alice, _, _ = await _people()
+    cases = {
+        "items: [unclosed": "not valid YAML",
+        "items: {name: x}": "items: must be a list of templates, not a mapping",
+        "just text": "must hold GPUStack's templates",
+        "a: " + "x" * MAX_YAML_BYTES: "at most 1048576 bytes",
+        "[" * 100 + "]" * 100: "nests deeper than 64 levels",
+    }
+    for text, needle in cases.items():
+        payload = await _import(gql, alice.token, text)
+        assert payload["results"] == []
+        ((field, message, code),) = [(e["field"], e["message"], e["code"]) for e in payload["userErrors"]]
+        assert (field, code) == (["yaml"], "INVALID") and needle in message, (text[:30], message)
+
+
+async def test_problems_name_the_field_of_the_file(db: object, gql: GraphQLClient) -> None:
+    _, alice, _, _ = await _people()
+    text = """
+items:
+  - name: a
+    manufacturer: moore-threads
+    spec: {image: ubuntu, volume: {ephemeral: {capacity: 10Gi}}, sshPublicKeys: [{name: k}]}
+  - name: a
+    spec: {image: ubuntu}
+  - name: b
+    spec:
+      image: "ubuntu:24.04"
+      imagePullPolicy: Sometimes
+      port: 22
+      ports: [{name: web, port: "80"}, {name: WEB, port: 81}]
+      env: [{name: 1BAD, value: x}, {name: OK}]
+      command: [echo, {a: b}]
+      resources: {localStorage: lots, accelerator: "1"}
+  - name: c
+    spec:
+      image: ubuntu
+      ports: [{name: api, port: 8000, accessParams: {"bad key": "{{generated_password}}"}}]
+"""
+    payload = await _import(gql, alice.token, text)
+    assert payload["userErrors"] == []
+    fields = [{p["field"]: p["message"] for p in r["problems"]} for r in payload["results"]]
+    assert fields[0].keys() == {
+        "items[0].manufacturer",
+        "items[0].spec.volume",
+        "items[0].spec.sshPublicKeys",
+    }
+    assert 'not "moore-threads"' in fields[0]["items[0].manufacturer"]
+    assert fields[1] == {
+        "items[1].name": 'items[0] has the name "a" too: each template of a file needs a name of its own'
+    }
+    assert fields[2].keys() == {
+        "items[2].spec.port",
+        "items[2].spec.imagePullPolicy",
+        "items[2].spec.ports[0].port",
+        "items[2].spec.env[1].value",
+        "items[2].spec.command[1]",
+        "items[2].spec.resources.accelerator",
+    }
+    assert 'did you mean "ports"?' in fields[2]["items[2].spec.port"]
+    # the structure read, gpupaas's own checks speak in the file's paths too
+    assert fields[3].keys() == {"items[3].spec.ports[0].accessParams.bad key"}
+    assert outcomes(payload) == [("a", "REFUSED"), ("a", "REFUSED"), ("b", "REFUSED"), ("c", "REFUSED")]
+    later = """
+items:
+  - name: b
+    spec:
+      image: "ubuntu:24.04"
+      ports: [{name: web, port: 80}, {name: WEB, port: 81}]
+      env: [{name: 1BAD, value: x}]
+      resources: {localStorage: lots}
+"""
+    (result,) = (await _import(gql, alice.token, later))["results"]
+    assert {p["field"] for p in result["problems"]} == {
+        "items[0].spec.ports[1].name",
+        "items[0].spec.env[0].name",
+        "items[0].spec.resources.localStorage",
+    }
+
+
+async def test_who_may_import(db: object, gql: GraphQLClient) -> None:
+    root, alice, bob, carol = await _people()
+    one = "items: [{name: x, spec: {image: ubuntu}}]"
+    # a member of ml, an admin of another project: not ml's templates
+    member = await gql(IMPORT, {"project": "ml", "yaml": one}, token=bob.token)
+    assert member["errors"][0]["extensions"]["code"] == "FORBIDDEN"
+    outsider = (await gql(IMPORT, {"project": "ml", "yaml": one}, token=carol.token))["data"]
+    assert outsider["importInstanceTemplates"]["userErrors"][0]["code"] == "NOT_FOUND"
+    # global templates: platform admins only
+    admin = await gql(IMPORT, {"yaml": one}, token=alice.token)
+    assert admin["errors"][0]["extensions"]["code"] == "FORBIDDEN"
+    assert outcomes(await _import(gql, root.token, one, project=None)) == [("x", "CREATED")]
+    assert await InstanceTemplate.filter(name="x", project__is_system=True).exists()
