@@ -37,7 +37,7 @@ async def test_pull_secrets_page(db: object, studio: str, browser: Any) -> None:
     await dialog.get_by_label(re.compile("^User")).fill("$oauthtoken")
     await dialog.get_by_label(re.compile("^Password")).fill(PASSWORD)
     await dialog.get_by_role("button", name="Add Pull Secret").click()
-    await expect(dialog.get_by_text(re.compile('"bad_host" is not a host name'))).to_be_visible()
+    await expect(dialog.get_by_text(re.compile("must be a registry host"))).to_be_visible()
     await dialog.get_by_label(re.compile("^Registry")).fill("nvcr.io")
     await dialog.get_by_role("button", name="Add Pull Secret").click()
     await expect(page.get_by_role("dialog")).to_have_count(0)

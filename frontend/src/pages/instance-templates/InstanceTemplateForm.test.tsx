@@ -70,7 +70,7 @@ describe("instance template form", () => {
     await choose(/^Image pull policy/, "Always");
     fireEvent.change(screen.getByRole("textbox", { name: /^Container disk/ }), { target: { value: "20Gi" } });
     fireEvent.change(screen.getByRole("textbox", { name: /^Mount path/ }), { target: { value: "/data" } });
-    fireEvent.change(screen.getByRole("textbox", { name: /^Image pull secret/ }), { target: { value: " ngc " } });
+    fireEvent.change(screen.getByRole("textbox", { name: /^Pull secret/ }), { target: { value: " ngc " } });
 
     fireEvent.click(screen.getByRole("button", { name: "Add argument" }));
     fireEvent.click(screen.getByRole("button", { name: "Add argument" }));

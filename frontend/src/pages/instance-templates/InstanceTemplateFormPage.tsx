@@ -366,8 +366,8 @@ function TemplateForm({ template }: { template: InstanceTemplateFieldsFragment |
                   error={errors.gpuPartition}
                 />
                 <TextInput
-                  label="Image pull secret"
-                  description="The name of one of the project's pull secrets (a global template: each project's of that name), for a private image. Empty: none."
+                  label="Pull secret"
+                  description="For a private image: the name of one of the project's image pull secrets (a global template: each project's of that name). Empty: none."
                   placeholder="ngc"
                   value={state.imagePullSecret}
                   onChange={(event) => set("imagePullSecret", event.currentTarget.value)}
