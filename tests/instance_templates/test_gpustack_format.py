@@ -38,6 +38,8 @@ specs = st.builds(
     mount_path=text.filter(bool),
     ports=ports(),
     env=st.lists(st.tuples(text, text), max_size=3).map(tuple),
+    gpu_partition=st.none() | st.sampled_from(["nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb", "bad"]),
+    image_pull_secret=st.none() | names,
 )
 templates = st.builds(
     Template, name=names, display_name=st.none() | text.filter(bool), description=st.none() | text, spec=specs
@@ -72,3 +74,8 @@ def test_paths_of_the_services_fields_are_the_files() -> None:
         == "items[2].spec.ports[0].accessParams.token"
     )
     assert gpustack_path(2, None, spec) == "items[2]"
+    assert (
+        gpustack_path(2, ("input", "gpuPartition"), spec)
+        == "items[2].spec.resources.acceleratorPartitionedProfile"
+    )
+    assert gpustack_path(2, ("input", "imagePullSecret"), spec) == "items[2].spec.imagePullSecret.name"

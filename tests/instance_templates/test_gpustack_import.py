@@ -134,8 +134,7 @@ async def test_each_template_is_created_or_refused_on_its_own(db: object, gql: G
     assert "lowercase" in bad_fields["items[2].name"]
     assert "70000" in bad_fields["items[2].spec.ports[0].port"]
     secret_fields = {p["field"]: p["message"] for p in secret["problems"]}
-    assert set(secret_fields) == {"items[3].spec.imagePullSecret", "items[3].spec.resources.cpu"}
-    assert "image pull secret" in secret_fields["items[3].spec.imagePullSecret"]
+    assert set(secret_fields) == {"items[3].spec.resources.cpu"}
     assert bad["instanceTemplate"] is None
     assert sorted(t.name for t in await InstanceTemplate.filter(project__name="ml")) == [
         "jupyter-lab",
@@ -278,3 +277,60 @@ async def test_who_may_import(db: object, gql: GraphQLClient) -> None:
     assert admin["errors"][0]["extensions"]["code"] == "FORBIDDEN"
     assert outcomes(await _import(gql, root.token, one, project=None)) == [("x", "CREATED")]
     assert await InstanceTemplate.filter(name="x", project__is_system=True).exists()
+
+
+PARTITIONED = """\
+items:
+  - name: mig-lab
+    manufacturer: nvidia
+    spec:
+      image: nvcr.io/nvidia/pytorch:25.01-py3
+      imagePullSecret: {name: ngc}
+      resources: {localStorage: 15Gi, acceleratorPartitionedProfile: 1g.10gb}
+  - name: no-secret
+    manufacturer: nvidia
+    spec:
+      image: nvcr.io/nvidia/pytorch:25.01-py3
+      imagePullSecret: {name: quay}
+  - name: amd-slice
+    manufacturer: amd
+    spec:
+      image: rocm/pytorch:latest
+      resources: {acceleratorPartitionedProfile: 1g.10gb}
+"""
+PARTS = """query($p: String!) { instanceTemplates(project: $p) { name gpuPartition imagePullSecret } }"""
+
+
+async def test_a_partition_profile_and_a_pull_secret_import_as_written(
+    db: object, gql: GraphQLClient
+) -> None:
+    from gpupaas.accounts.service import actor_for
+    from gpupaas.core.actor import Actor
+    from gpupaas.pull_secrets import service as pull_secrets
+
+    _, alice, _, _ = await _people()
+    actor: Actor = await actor_for(alice.user)
+    data = pull_secrets.PullSecretIn(name="ngc", registry="nvcr.io", username="$oauthtoken", password="k")
+    await pull_secrets.create_secret(actor, "ml", data, secret_key="k" * 64)
+    payload = await _import(gql, alice.token, PARTITIONED)
+    assert outcomes(payload) == [("mig-lab", "CREATED"), ("no-secret", "REFUSED"), ("amd-slice", "REFUSED")]
+    _, missing, amd = payload["results"]
+    assert [p["field"] for p in missing["problems"]] == ["items[1].spec.imagePullSecret.name"]
+    assert 'no image pull secret "quay"' in missing["problems"][0]["message"]
+    assert [p["field"] for p in amd["problems"]] == ["items[2].spec.resources.acceleratorPartitionedProfile"]
+    assert "only NVIDIA GPUs have partitions" in amd["problems"][0]["message"]
+    made = {
+        t["name"]: t for t in (await gql.data(PARTS, {"p": "ml"}, token=alice.token))["instanceTemplates"]
+    }
+    assert (made["mig-lab"]["gpuPartition"], made["mig-lab"]["imagePullSecret"]) == (
+        "nvidia.com/mig-1g.10gb",
+        "ngc",
+    )
+    # exported as GPUStack writes them, and imported again unchanged
+    exported = (await gql.data(EXPORT, {"project": "ml", "names": ["mig-lab"]}, token=alice.token))[
+        "exportInstanceTemplates"
+    ]
+    (item,) = yaml.safe_load(exported)["items"]
+    assert item["spec"]["resources"]["acceleratorPartitionedProfile"] == "1g.10gb"
+    assert item["spec"]["imagePullSecret"] == {"name": "ngc"}
+    assert outcomes(await _import(gql, alice.token, exported)) == [("mig-lab", "UNCHANGED")]

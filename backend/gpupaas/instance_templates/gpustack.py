@@ -34,13 +34,14 @@ the template service reports) into the file's.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
-from gpupaas.core import yaml_limits
+from gpupaas.core import gpu_resources, yaml_limits
 from gpupaas.instance_templates.spec import Port, ServiceSpec
 
 __all__ = [
@@ -111,12 +112,6 @@ UNSUPPORTED: dict[str, str] = {
     ),
     "spec.resources.acceleratorSlicedCoresPercentage": (
         "gpupaas does not slice GPUs by compute percentage; remove the field"
-    ),
-    "spec.resources.acceleratorPartitionedProfile": (
-        "gpupaas templates do not name a GPU partition yet; remove the field"
-    ),
-    "spec.imagePullSecret": (
-        "gpupaas templates cannot name an image pull secret yet; use a public image or remove the field"
     ),
     "spec.volume": (
         "gpupaas templates cannot choose their volume yet: every service gets a workspace volume "
@@ -288,12 +283,49 @@ def _command(reader: _Reader, spec: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def _unsupported(reader: _Reader, spec: Mapping[str, Any], resources: Mapping[str, Any]) -> None:
-    for key in ("imagePullSecret", "volume", "sshPublicKeys"):
+    for key in ("volume", "sshPublicKeys"):
         if spec.get(key) not in (None, [], {}):
             reader.add(f"spec.{key}", UNSUPPORTED[f"spec.{key}"])
     for key in _RESOURCE_KEYS:
-        if key != "localStorage" and resources.get(key) is not None:
+        if key not in _READ_RESOURCES and resources.get(key) is not None:
             reader.add(f"spec.resources.{key}", UNSUPPORTED[f"spec.resources.{key}"])
+
+
+# The resources gpupaas reads: the container disk, and a MIG profile ("1g.10gb") as the partition.
+_READ_RESOURCES = ("localStorage", "acceleratorPartitionedProfile")
+_PROFILE = re.compile(r"(?:nvidia\.com/)?(?:mig-)?([0-9]+g\.[0-9]+gb)")
+
+
+def _partition(reader: _Reader, resources: Mapping[str, Any]) -> str | None:
+    """GPUStack's partition profile ("1g.10gb") as gpupaas's resource (nvidia.com/mig-1g.10gb); a
+    value of another shape is kept as written, for the template's checks to name."""
+    profile = reader.text(resources, "acceleratorPartitionedProfile", "spec.resources")
+    if not profile:
+        return None
+    match = _PROFILE.fullmatch(profile.strip())
+    return f"nvidia.com/mig-{match.group(1)}" if match else profile
+
+
+def _pull_secret(reader: _Reader, spec: Mapping[str, Any]) -> str | None:
+    """GPUStack's `imagePullSecret: {name: ...}` (or just the name): a secret of the project that
+    imports it (which the template's checks look for)."""
+    value = spec.get("imagePullSecret")
+    if value is None or value in ("", {}):
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        name = reader.text(value, "name", "spec.imagePullSecret", required=True)
+        for key in value:
+            if key != "name":
+                reader.add(
+                    f"spec.imagePullSecret.{key}",
+                    "is not read: a template names one of the project's image pull secrets by name "
+                    "(createImagePullSecret keeps the registry, user and password)",
+                )
+        return name
+    reader.add("spec.imagePullSecret", f"must be a mapping with the secret's name, not {_kind(value)}")
+    return None
 
 
 def _read_item(index: int, item: object) -> Entry:
@@ -337,6 +369,8 @@ def _read_item(index: int, item: object) -> Entry:
         mount_path=reader.text(spec, "volumeMount", "spec") or "/workspace",
         ports=_ports(reader, spec),
         env=_env(reader, spec),
+        gpu_partition=_partition(reader, resources),
+        image_pull_secret=_pull_secret(reader, spec),
     )
     if reader.problems:
         return Entry(index, name, None, tuple(reader.problems))
@@ -411,6 +445,8 @@ _FIELD_PATHS = {
     "mountPath": "spec.volumeMount",
     "ports": "spec.ports",
     "env": "spec.env",
+    "gpuPartition": "spec.resources.acceleratorPartitionedProfile",
+    "imagePullSecret": "spec.imagePullSecret.name",
 }
 
 
@@ -462,7 +498,14 @@ def template_item(template: Template) -> dict[str, Any]:
     if spec.env:
         body["env"] = [{"name": key, "value": value} for key, value in spec.env]
     body["resources"] = {"localStorage": spec.container_disk}
+    if spec.gpu_partition is not None:
+        partition = gpu_resources.parse_partition(spec.gpu_partition)
+        body["resources"]["acceleratorPartitionedProfile"] = (
+            partition.profile if partition else spec.gpu_partition
+        )
     body["volumeMount"] = spec.mount_path
+    if spec.image_pull_secret is not None:
+        body["imagePullSecret"] = {"name": spec.image_pull_secret}
     item: dict[str, Any] = {"name": template.name}
     if template.display_name is not None:
         item["displayName"] = template.display_name

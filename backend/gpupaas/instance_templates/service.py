@@ -385,6 +385,8 @@ def _as_written(template: gpustack.Template) -> TemplateIn:
         mount_path=spec.mount_path,
         ports=spec.ports,
         env=spec.env,
+        gpu_partition=spec.gpu_partition or "",
+        image_pull_secret=spec.image_pull_secret or "",
     )
 
 
