@@ -34,6 +34,8 @@ const SERVICE = {
   },
   image: "nvcr.io/nvidia/pytorch:25.01-py3",
   imagePullPolicy: "IF_NOT_PRESENT",
+  gpuPartition: "nvidia.com/mig-1g.10gb",
+  imagePullSecret: "ngc",
   command: ["jupyter", "lab", "--ServerApp.token={{generated_token}}"],
   containerDisk: "15Gi",
   mountPath: "/workspace",
@@ -80,6 +82,8 @@ describe("service page", () => {
     );
     expect(await screen.findByRole("heading", { name: "My lab" })).toBeInTheDocument();
     expect(screen.getByText(/--ServerApp.token=\{\{generated_token\}\}/)).toBeInTheDocument();
+    expect(screen.getByText("nvidia.com/mig-1g.10gb")).toBeInTheDocument();
+    expect(screen.getByText("ngc")).toBeInTheDocument();
     expect(screen.getByRole("link", { name: "Box" })).toHaveAttribute("href", "/p/ml/instances/c1");
     await waitFor(() => expect(screen.getByRole("link", { name: /Connect to jupyter/ })).toHaveAttribute("href", "http://127.0.0.1:31888/?token=abc"));
     const header = screen.getByRole("heading", { name: "My lab" }).parentElement!;

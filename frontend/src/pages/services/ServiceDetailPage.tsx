@@ -170,6 +170,12 @@ function ServiceView({ service, reload }: { service: Service; reload: () => void
             <Field label="Mount path">
               <Code>{service.mountPath}</Code>
             </Field>
+            <Field label="GPU partition">
+              {service.gpuPartition ? <Code>{service.gpuPartition}</Code> : <Text size="sm">Whole GPUs</Text>}
+            </Field>
+            <Field label="Image pull secret">
+              {service.imagePullSecret ? <Code>{service.imagePullSecret}</Code> : <Text size="sm">None</Text>}
+            </Field>
           </SimpleGrid>
           <Field label="Start command">
             {service.command.length ? (

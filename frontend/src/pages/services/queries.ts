@@ -141,6 +141,8 @@ export const ServiceDetailDocument = graphql(`
       ...ServiceRowFields
       image
       imagePullPolicy
+      gpuPartition
+      imagePullSecret
       command
       containerDisk
       mountPath
