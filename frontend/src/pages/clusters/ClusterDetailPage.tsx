@@ -154,6 +154,22 @@ export function ClusterDetailPage() {
           <Field label="GPUs">
             <Text size="sm">{gpuSummary(cluster)}</Text>
           </Field>
+          <Field label="GPU resources the nodes advertise">
+            {cluster.gpuResources.length ? (
+              <Stack gap={2} data-testid="gpu-resources">
+                {cluster.gpuResources.map((r) => (
+                  <Text key={`${r.resourceName}/${r.gpuModel ?? ""}`} size="sm">
+                    <Code>{r.resourceName}</Code> {r.partition ? "(partition) " : ""}× {r.count}
+                    {r.gpuModel ? ` on ${r.gpuModel}` : ""}
+                  </Text>
+                ))}
+              </Stack>
+            ) : (
+              <Text size="sm" c="dimmed">
+                None at its last check
+              </Text>
+            )}
+          </Field>
           <Field label="Created">
             <Text size="sm">{new Date(cluster.createdAt).toLocaleString()}</Text>
           </Field>

@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { AuthProvider } from "../../app/auth";
 import { fakeClient, renderPage } from "../../test/render";
 import { meAnswer } from "../instance-templates/testing";
+import { ClusterDetailPage } from "./ClusterDetailPage";
 import { ClusterEditPage, ClusterNewPage } from "./ClusterFormPage";
 import { ClustersPage } from "./ClustersPage";
 import { PlatformAdminOnly } from "./common";
@@ -19,6 +20,10 @@ const CLUSTER = {
   hasKubeconfig: true,
   accessAddress: "gpu.example.com",
   gpuResourceNames: [{ vendor: "NVIDIA", resourceName: "nvidia.com/gpu" }],
+  gpuResources: [
+    { resourceName: "nvidia.com/gpu", gpuModel: "H100", partition: false, count: 8 },
+    { resourceName: "nvidia.com/mig-1g.10gb", gpuModel: "H100", partition: true, count: 7 },
+  ],
   status: "READY",
   statusMessage: null,
   serverVersion: "v1.31.2",
@@ -138,5 +143,12 @@ describe("clusters", () => {
         isDefault: null,
       },
     });
+  });
+
+  it("shows the GPU resources its nodes advertise, partitions marked", async () => {
+    render(<ClusterDetailPage />, "/p/ml/studio/clusters/k1", "/p/:project/studio/clusters/:id", { ClusterDetail: { data: { cluster: CLUSTER } } });
+    const resources = await screen.findByTestId("gpu-resources");
+    expect(within(resources).getByText("nvidia.com/mig-1g.10gb").parentElement).toHaveTextContent("nvidia.com/mig-1g.10gb (partition) × 7 on H100");
+    expect(within(resources).getByText("nvidia.com/gpu").parentElement).toHaveTextContent("nvidia.com/gpu × 8 on H100");
   });
 });

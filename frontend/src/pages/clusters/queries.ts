@@ -14,6 +14,12 @@ export const ClusterFieldsFragment = graphql(`
       vendor
       resourceName
     }
+    gpuResources {
+      resourceName
+      gpuModel
+      partition
+      count
+    }
     status
     statusMessage
     serverVersion
