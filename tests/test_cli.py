@@ -114,8 +114,8 @@ def test_templates_in_gpustacks_format_from_the_command_line(tmp_path: Path) -> 
     assert imported.stdout.splitlines() == [
         "CREATED   ubuntu-shell",
         "REFUSED   broken",
-        "          items[1].spec.imagePullSecret: gpupaas templates cannot name an image pull secret yet; "
-        "use a public image or remove the field",
+        '          items[1].spec.imagePullSecret.name: project "ml" has no image pull secret "registry" '
+        "(imagePullSecrets lists them; its admins create them)",
         "1 of 2 templates imported (project ml)",
     ]
     assert "1 of 2 templates were refused" in imported.stderr
