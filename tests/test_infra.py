@@ -11,8 +11,9 @@ import yaml
 INFRA = Path(__file__).resolve().parent.parent / "infra"
 # Plain manifests; infra/kubernetes (Kustomize: bases, overlays and patches) is rendered and then
 # validated by tests/test_install.py, and a kustomization.yaml is not an object for the API server;
-# infra/observability holds Prometheus's rule files, checked by tests/test_observability_infra.py.
-NOT_OBJECTS = (INFRA / "kubernetes", INFRA / "observability")
+# infra/observability holds Prometheus's rule files, checked by tests/test_observability_infra.py;
+# infra/simulated holds the simulated cluster's inventory, loaded by tests/core/test_gpu_resources.py.
+NOT_OBJECTS = (INFRA / "kubernetes", INFRA / "observability", INFRA / "simulated")
 MANIFESTS = sorted(
     p
     for p in INFRA.rglob("*.yaml")
