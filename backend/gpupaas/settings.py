@@ -64,11 +64,12 @@ def _float(env: Mapping[str, str], name: str, default: float, *, minimum: float 
 
 def _watchdog_seconds(env: Mapping[str, str]) -> float:
     name = "GPUPAAS_STATUS_WATCHDOG_SECONDS"
-    seconds = _float(env, name, 30.0, minimum=0.5)
-    if seconds > 86_400:
+    seconds = _float(env, name, 30.0)
+    if not 0.5 <= seconds <= 86_400:
         raise SettingsError(
-            f"{name}={env[name]!r}: at most 86400 (a day); it is how long an API process may hear no "
-            "status event while the outbox publishes some before it reports itself not ready"
+            f"{name}={env[name]!r}: expected seconds from 0.5 to 86400 (a day): how long an API process "
+            "may receive no status event while the outbox says some were published, before /readyz "
+            "reports it not ready and its status consumer is reconnected (30 by default)"
         )
     return seconds
 

@@ -149,7 +149,7 @@ async def test_a_deaf_status_consumer_makes_the_process_not_ready_and_is_reconne
             assert "no status event received for 1s" in str(body["statusEvents"])
             assert str(project.id) in str(body["statusEvents"])
             # and the consumer was reconnected, counted, and the subscriber told to catch up
-            assert deaf.metrics.status_reconnects._value.get() == 1
+            assert deaf.metrics.registry.get_sample_value("gpupaas_status_consumer_reconnects_total") == 1
             queued: list[object] = []
 
             async def told() -> bool:
@@ -169,7 +169,7 @@ async def test_a_deaf_status_consumer_makes_the_process_not_ready_and_is_reconne
 
         await eventually(ready_again, timeout=15, what="/readyz to say 200 again")
         assert broadcaster.heard[str(project.id)] >= 4  # the second deploy's events, heard
-        assert deaf.metrics.status_reconnects._value.get() == 1
+        assert deaf.metrics.registry.get_sample_value("gpupaas_status_consumer_reconnects_total") == 1
 
 
 async def test_a_process_that_hears_everything_or_nothing_published_stays_ready(
