@@ -121,11 +121,10 @@ class StatusBroadcaster:
         await self._listen()
 
     async def _listen(self) -> None:
-        moment = datetime.now(UTC)
         consumer = self.bus.consumer([STATUS_TOPIC], group=None, on_reset=self._consumer_reset)
         await consumer.start()
         self._consumer = consumer
-        self.listening_since = moment
+        self.listening_since = datetime.now(UTC)  # it gets what is published from now on
         self._task = asyncio.create_task(self._run(consumer), name="status-broadcaster")
 
     async def _unlisten(self) -> None:

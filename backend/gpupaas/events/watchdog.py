@@ -1,7 +1,9 @@
 """The status watchdog of an API process: live status must not go silent.
 
 Every few seconds it asks the outbox for the newest status event that was published (marked sent by
-a relay) at least `seconds` ago, after this process's status consumer started listening. If the
+a relay) at least `seconds` ago, after this process's status consumer started listening (plus a
+grace: a relay marks rows sent just after it published them, so a row marked sent right after the
+consumer started may have been published before). If the
 broadcaster has not heard that event (nor a later one of its project) the consumer is deaf: the
 process reports itself not ready (`/readyz` answers 503 with the reason under `statusEvents`),
 logs a warning, reconnects the consumer (a new one, at the end) and tells every subscriber to catch
@@ -79,9 +81,10 @@ class StatusWatchdog:
         """What says the consumer is deaf: the newest status event published `seconds` ago or more
         (after it started listening) that it has not heard; None when there is none."""
         broadcaster = self.broadcaster
-        since = broadcaster.listening_since
-        if since is None:
+        listening = since = broadcaster.listening_since
+        if listening is None or since is None:
             return "no status consumer is listening"
+        since += timedelta(seconds=min(2.0, self.seconds / 2))
         cutoff = self.clock() - timedelta(seconds=self.seconds)
         if cutoff <= since:
             return None
@@ -102,7 +105,7 @@ class StatusWatchdog:
         return (
             f"no status event received for {self.seconds:g}s though the outbox published one at "
             f"{row['sent_at'].isoformat()} (project {project_id}, cursor {cursor}); last event heard "
-            f"{heard.isoformat() if heard else 'never'}, listening since {since.isoformat()}"
+            f"{heard.isoformat() if heard else 'never'}, listening since {listening.isoformat()}"
         )
 
     async def check(self) -> None:
