@@ -15,7 +15,15 @@ from collections.abc import Awaitable, Callable
 import pytest
 from aiokafka import TopicPartition  # type: ignore[import-untyped]
 
-from gpupaas.events.bus import BEYOND_HIGH_WATERMARK, OUT_OF_RANGE, Consumer, Message, Reset
+from gpupaas.events.bus import (
+    BEYOND_HIGH_WATERMARK,
+    OUT_OF_RANGE,
+    REASSIGNED,
+    BusUnavailable,
+    Consumer,
+    Message,
+    Reset,
+)
 from gpupaas.events.kafka import KafkaBus
 from gpupaas.events.memory import InProcessBus
 from tests.kafka_broker import TansuBroker, unique
@@ -40,6 +48,17 @@ async def ensure_after_restart(bus: KafkaBus, topic: str) -> None:
         return True
 
     await eventually(created, "the restarted broker to take the topic")
+
+
+async def publish_when_it_can(bus: KafkaBus, topic: str, key: str, value: bytes) -> None:
+    async def published() -> bool:
+        try:
+            await bus.publish(topic, key, value)
+        except BusUnavailable:
+            return False
+        return True
+
+    await eventually(published, f"a publish of {value!r}")
 
 
 async def read_until(consumer: Consumer, wanted: set[bytes], within: float = 30.0) -> list[Message]:
@@ -91,7 +110,7 @@ async def test_a_broadcast_consumer_beyond_the_restarted_partitions_moves_to_the
         own_broker.restart()
         await ensure_after_restart(bus, topic)
         for i in range(3):
-            await bus.publish(topic, f"key-{i}", f"lost-{i}".encode())
+            await publish_when_it_can(bus, topic, f"key-{i}", f"lost-{i}".encode())
 
         # then the consumer finds each partition beyond its high watermark and moves to its end
         async def all_reset() -> bool:
@@ -107,7 +126,7 @@ async def test_a_broadcast_consumer_beyond_the_restarted_partitions_moves_to_the
         # and it reads what is published from then on
         after = {f"new-{i}".encode() for i in range(8)}
         for i in range(8):
-            await bus.publish(topic, f"key-{i}", f"new-{i}".encode())
+            await publish_when_it_can(bus, topic, f"key-{i}", f"new-{i}".encode())
         assert not {m.value for m in await read_until(consumer, after)} & before
         # and each partition was reported once, its warning naming both offsets
         assert len(resets) == PARTITIONS
@@ -117,6 +136,51 @@ async def test_a_broadcast_consumer_beyond_the_restarted_partitions_moves_to_the
             (text,) = warned[reset.partition]
             assert f"position {reset.position} " in text and f"high watermark {reset.high_watermark}" in text
             assert "beyond the high watermark" in text
+    finally:
+        await bus.stop()
+
+
+async def test_a_broadcast_consumer_whose_topic_came_back_with_other_partitions_starts_them_at_their_end(
+    own_broker: TansuBroker, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="gpupaas.events.kafka")
+    bus = own_broker.bus(partitions=2, metadata_max_age_ms=500)
+    await bus.start()
+    resets: list[Reset] = []
+
+    async def on_reset(reset: Reset) -> None:
+        resets.append(reset)
+
+    try:
+        topic = unique("heal")
+        await bus.ensure_topics([topic])
+        consumer = bus.consumer([topic], group=None, on_reset=on_reset)
+        await consumer.start()
+        for i in range(10):
+            await bus.publish(topic, f"key-{i}", f"old-{i}".encode())
+        await read_until(consumer, {f"old-{i}".encode() for i in range(10)})
+        # when the broker comes back empty and the topic is created again by the first publish
+        # (tansu gives it 4 partitions, not 2)
+        own_broker.restart()
+
+        await publish_when_it_can(bus, topic, "key-0", b"lost")
+
+        # then every partition of the new assignment starts at its end, each reported once
+        async def reassigned() -> bool:
+            await consumer.getmany(timeout=0.05)
+            return len(consumer.assignment()) == 4 and {r.partition for r in resets} == set(range(4))
+
+        await eventually(reassigned, "the new partitions to be positioned")
+        assert all(r.reason == REASSIGNED and r.position is None and r.to == r.high_watermark for r in resets)
+        after = {f"new-{i}".encode() for i in range(8)}
+        for i in range(8):
+            # (the producer may need a metadata refresh to learn the new partitions first)
+            await publish_when_it_can(bus, topic, f"key-{i}", f"new-{i}".encode())
+        await read_until(consumer, after)
+        assert len(resets) == 4
+        warned = warnings_of(caplog, topic)
+        assert sorted(warned) == [0, 1, 2, 3] and all(len(lines) == 1 for lines in warned.values())
+        assert all("is new to it" in lines[0] for lines in warned.values())
     finally:
         await bus.stop()
 
