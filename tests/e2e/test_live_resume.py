@@ -31,6 +31,7 @@ class Cuttable:
         self.routes: list[tuple[WebSocketRoute, WebSocketRoute | None]] = []
         self.subscribes: list[dict[str, Any]] = []
         self.acks = 0
+        self.events = 0  # status events the server sent to the pages
 
     def route(self, ws: WebSocketRoute) -> None:
         if not self.online:
@@ -46,8 +47,10 @@ class Cuttable:
             server.send(message)
 
         def to_page(message: str | bytes) -> None:
-            if isinstance(message, str) and '"connection_ack"' in message:
-                self.acks += 1
+            if isinstance(message, str):
+                kind = json.loads(message).get("type")
+                self.acks += kind == "connection_ack"
+                self.events += kind == "next"
             ws.send(message)
 
         async def page_closed(code: int | None, reason: str | None) -> None:
@@ -99,7 +102,9 @@ async def test_dashboard_and_instance_page_show_what_changed_while_the_socket_wa
     )
     row = dashboard.get_by_test_id("recent-steady")
     await expect(row).to_contain_text("Not Deployed")
-    await until(lambda: network.acks >= 2 and len(network.subscribes) >= 2, "both pages to subscribe")
+    # each page has its snapshot (and so a cursor): the instance page's timeline starts with it
+    await until(lambda: network.acks >= 2 and network.events >= 2, "both pages' snapshots")
+    await expect(titles(detail)).to_have_text(["Not Deployed"])
     for page in (dashboard, detail):
         await page.evaluate("window.__marker = 1")
     first = len(network.subscribes)

@@ -3,9 +3,12 @@ a worker process goes on writing status changes; once it is back, the subscriber
 `after:` the last cursor it received gets exactly the events it missed, in order, then live ones,
 with no repeat.
 
-Real processes: `gpupaas serve` (no worker of its own) and `gpupaas worker`, on one SQLite file and
-a real Kafka-protocol broker. The expected events are read from the database itself (the outbox's
-status rows, which carry their cursor), so the test compares the replay with what was written."""
+Real processes: `gpupaas serve` (no worker of its own) and `gpupaas worker`, on one PostgreSQL
+database of the test's own and a real Kafka-protocol broker: the production shape. (Not one SQLite
+file: processes that write it at the same time under load lose writes to "database is locked", a
+deferred transaction that cannot become the writer.) The expected events are read from the
+database itself (the outbox's status rows, which carry their cursor), so the test compares the
+replay with what was written."""
 
 from __future__ import annotations
 
@@ -14,7 +17,6 @@ import json
 import os
 import signal
 import socket
-import sqlite3
 import subprocess
 import sys
 import time
@@ -22,15 +24,17 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import suppress
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 import websockets
 
 from tests import ws
+from tests.conftest import SECRET_KEY, _admin_execute, _postgres_admin_url, _with_database
 from tests.kafka_broker import TansuBroker
+from tests.required import POSTGRES, missing
 
 FIELDS = "status source cursor missedEvents instance { id name }"
 EVENTS = (
@@ -95,7 +99,7 @@ class Api:
 class Deployment:
     api: Api
     worker: subprocess.Popen[bytes]
-    database: Path
+    database: str
     env: dict[str, str]
 
     def cli(self, *args: str, stdin: str = "") -> str:
@@ -109,18 +113,38 @@ class Deployment:
         )
         return result.stdout.strip()
 
-    def query(self, sql: str, *parameters: Any) -> list[tuple[Any, ...]]:
+    async def query(self, sql: str, *parameters: Any) -> list[tuple[Any, ...]]:
         """Reads the shared database as it is now (the processes write it; this only reads)."""
-        with sqlite3.connect(f"file:{self.database}?mode=ro", uri=True, timeout=10) as connection:
-            return connection.execute(sql, parameters).fetchall()
+        connection = await asyncpg.connect(self.database.replace("postgres://", "postgresql://", 1))
+        try:
+            return [tuple(row) for row in await connection.fetch(sql, *parameters)]
+        finally:
+            await connection.close()
 
 
 @pytest.fixture
-def deployment(tmp_path: Path, kafka_broker: TansuBroker) -> Iterator[Deployment]:
-    database = tmp_path / "shared.db"
+def database() -> Iterator[str]:
+    """A PostgreSQL database of this test's own, dropped afterwards."""
+    admin = _postgres_admin_url()
+    if admin is None:
+        missing(POSTGRES, "no server answers at 127.0.0.1:5432 (start one, or set GPUPAAS_TEST_POSTGRES_URL)")
+    name = f"gpupaas_resume_{os.getpid()}_{_free_port()}"
+    try:
+        asyncio.run(_admin_execute(admin, f'CREATE DATABASE "{name}"'))
+    except (OSError, asyncpg.PostgresError) as error:
+        missing(POSTGRES, f"the server at {admin} cannot be used: {type(error).__name__}: {error}")
+    try:
+        yield _with_database(admin, name)
+    finally:
+        asyncio.run(_admin_execute(admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture
+def deployment(database: str, kafka_broker: TansuBroker) -> Iterator[Deployment]:
     env = {
         **os.environ,
-        "GPUPAAS_DATABASE_URL": f"sqlite://{database}",
+        "GPUPAAS_DATABASE_URL": database,
+        "GPUPAAS_SECRET_KEY": SECRET_KEY,
         "GPUPAAS_KAFKA_BOOTSTRAP_SERVERS": kafka_broker.bootstrap,
         "GPUPAAS_KAFKA_IDEMPOTENCE": "false",
         "GPUPAAS_KAFKA_PARTITIONS": "2",
@@ -156,7 +180,7 @@ async def test_a_subscriber_resumes_after_the_api_was_killed_with_exactly_what_i
     )
     token = deployment.cli("create-token", "--username", "root", "--name", "t")
     deployment.cli("create-project", "ml")
-    (project_id,) = deployment.query("SELECT id FROM projects WHERE name = 'ml'")[0]
+    (project_id,) = (await deployment.query("SELECT id FROM projects WHERE name = 'ml'"))[0]
     api = deployment.api
 
     async with httpx.AsyncClient(headers={"authorization": f"Bearer {token}"}, timeout=30) as http:
@@ -213,17 +237,22 @@ async def test_a_subscriber_resumes_after_the_api_was_killed_with_exactly_what_i
                 while True:  # what was on its way before the socket closed, if anything
                     received.append((await session.next_data(timeout=10))["computeInstanceEvents"])
                     seen = received[-1]["cursor"]
-        head_at_kill = deployment.query("SELECT cursor FROM status_streams WHERE project_id = ?", project_id)[
-            0
-        ][0]
+        streams = await deployment.query(
+            "SELECT cursor FROM status_streams WHERE project_id = $1", project_id
+        )
+        head_at_kill = streams[0][0]
 
         # while the API is down, the worker finishes the deploys
         deadline = time.monotonic() + 60
-        while deployment.query("SELECT count(*) FROM compute_instances WHERE status != 'SUCCESS'")[0][0]:
-            assert time.monotonic() < deadline, deployment.query("SELECT name, status FROM compute_instances")
+        while (await deployment.query("SELECT count(*) FROM compute_instances WHERE status != 'SUCCESS'"))[0][
+            0
+        ]:
+            assert time.monotonic() < deadline, await deployment.query(
+                "SELECT name, status FROM compute_instances"
+            )
             await asyncio.sleep(0.1)
-        rows = deployment.query(
-            "SELECT cursor, payload FROM outbox WHERE project_id = ? AND cursor > ? ORDER BY cursor",
+        rows = await deployment.query(
+            "SELECT cursor, payload FROM outbox WHERE project_id = $1 AND cursor > $2 ORDER BY cursor",
             project_id,
             int(seen),
         )
