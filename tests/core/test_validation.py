@@ -308,4 +308,5 @@ def test_image_reference_regex_is_fast_on_pathological_input() -> None:
     for value in ["a" * 1023 + "!", "a-" * 511 + "!", "a." * 511 + "/!", "a_" * 511 + "!", "a:" * 511]:
         start = time.perf_counter()
         assert v.image_reference(value) is not None
-        assert time.perf_counter() - start < 0.1
+        # a hang guard, not a speed test: backtracking on these inputs would take hours, not seconds
+        assert time.perf_counter() - start < 5
