@@ -338,6 +338,15 @@ async def test_live_events_of_hidden_instances_reach_only_their_owner_and_admins
             while len(broadcaster._by_project.get(ml, ())) < 2:  # until both are registered
                 assert time.monotonic() < deadline, "the subscriptions were not registered"
                 await asyncio.sleep(0.01)
+            # Each starts with its snapshot; a change made before a subscription had read it would
+            # be in the snapshot and (no duplicates) not sent again, so the changes come after.
+            snapshots = [(await as_admin.next_data(15))["computeInstanceEvents"] for _ in "ab"]
+            assert sorted((e["source"], e["instance"]["name"]) for e in snapshots) == [
+                ("SNAPSHOT", "bobs"),
+                ("SNAPSHOT", "nb"),
+            ]
+            [bobs_snapshot] = [(await as_bob.next_data(15))["computeInstanceEvents"]]
+            assert (bobs_snapshot["source"], bobs_snapshot["instance"]["name"]) == ("SNAPSHOT", "bobs")
             await _changed(uuid.UUID(world.nb))  # olivia's
             await _changed(bobs.id)
             names = [
