@@ -8,8 +8,10 @@ starts the bus, the relay and the worker only.
 
 from __future__ import annotations
 
+import asyncio
 import functools
-from collections.abc import Mapping
+import logging
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 
 from gpupaas.audit.service import AuditPurger
@@ -28,6 +30,11 @@ from gpupaas.webhooks.dispatch import DeliveryPolicy, Dispatcher
 from gpupaas.workers.drift import DriftWatcher
 from gpupaas.workers.scheduler import Scheduler
 from gpupaas.workers.worker import Worker, WorkerSettings
+
+log = logging.getLogger("gpupaas.runtime")
+
+# Each part of a process gets this long to stop; Kubernetes' default grace period is 30 s.
+STOP_TIMEOUT_SECONDS = 10.0
 
 
 def make_bus(settings: Settings, *, client_id: str = "gpupaas") -> Bus:
@@ -131,6 +138,8 @@ class Runtime:
         # The audit log's retention, applied in every process (purging twice deletes nothing more).
         self.audit_purger = AuditPurger(settings.audit_retention_days)
         self._started = False
+        # how long stop() waits for each part (tests make it short)
+        self.stop_timeout = STOP_TIMEOUT_SECONDS
 
     def _bind_endpoints(self) -> None:
         """RUNNING means the Connect link answers: the simulated driver opens a service's
@@ -166,23 +175,29 @@ class Runtime:
         self._started = True
 
     async def stop(self) -> None:
+        """Stops every part, in order. A part that does not stop within `stop_timeout` seconds is
+        logged by name and left behind, so that a process told to stop (SIGTERM) always exits:
+        what a worker leaves unfinished, another takes over after the lease."""
         if not self._started:
             return
         self._started = False
-        await self.webhooks.stop()
-        await self.audit_purger.stop()
-        await self.relay.stop()
-        if self.endpoints is not None:
-            await self.endpoints.stop()
-        if self.scheduler is not None:
-            await self.scheduler.stop()
-        if self.drift is not None:
-            await self.drift.stop()
-        if self.worker is not None:
-            await self.worker.stop()
-        if self.watchdog is not None:
-            await self.watchdog.stop()
-        if self.broadcaster is not None:
-            await self.broadcaster.stop()
-        await self.bus.stop()
-        await self.drivers.close()
+        parts: list[tuple[str, Callable[[], Awaitable[object]] | None]] = [
+            ("webhooks", self.webhooks.stop),
+            ("audit purger", self.audit_purger.stop),
+            ("relay", self.relay.stop),
+            ("simulated endpoints", self.endpoints.stop if self.endpoints else None),
+            ("scheduler", self.scheduler.stop if self.scheduler else None),
+            ("drift watch", self.drift.stop if self.drift else None),
+            ("worker", self.worker.stop if self.worker else None),
+            ("status watchdog", self.watchdog.stop if self.watchdog else None),
+            ("status broadcaster", self.broadcaster.stop if self.broadcaster else None),
+            ("bus", self.bus.stop),
+            ("drivers", self.drivers.close),
+        ]
+        for name, stop in parts:
+            if stop is None:
+                continue
+            try:
+                await asyncio.wait_for(stop(), self.stop_timeout)
+            except TimeoutError:
+                log.error("stopping the %s took over %s s; going on without it", name, self.stop_timeout)
