@@ -24,7 +24,7 @@ from gpupaas.provisioning.render.schema import validate_manifest
 from gpupaas.service_instances.connect import ConnectLink, connect_links
 from gpupaas.service_instances.podspec import build_objects
 
-NAMES = ["jupyterlab-pytorch", "pytorch", "pytorch-rocm", "vllm-openai", "ubuntu"]
+NAMES = ["jupyterlab-pytorch", "pytorch", "pytorch-rocm", "vllm-openai", "ubuntu", "cann-910b", "cann-310p"]
 
 
 def template(name: str) -> BuiltinInstanceTemplate:
@@ -35,7 +35,7 @@ def template(name: str) -> BuiltinInstanceTemplate:
 
 def test_the_builtins_ship_in_order() -> None:
     assert [t.name for t in BUILTIN_INSTANCE_TEMPLATES] == NAMES
-    assert {t.spec.vendor for t in BUILTIN_INSTANCE_TEMPLATES} == {"NVIDIA", "AMD", "CPU"}
+    assert {t.spec.vendor for t in BUILTIN_INSTANCE_TEMPLATES} == {"NVIDIA", "AMD", "ASCEND", "CPU"}
     assert builtin_instance_template("nope") is None
 
 
@@ -129,6 +129,8 @@ def test_vllm_serves_a_small_model_behind_the_generated_api_key() -> None:
         ("pytorch", "NVIDIA", "nvcr.io/nvidia/pytorch:"),
         ("pytorch-rocm", "AMD", "rocm/pytorch:"),
         ("ubuntu", "CPU", "ubuntu:24.04"),
+        ("cann-910b", "ASCEND", "quay.io/ascend/cann:8.5.0-910b-"),
+        ("cann-310p", "ASCEND", "quay.io/ascend/cann:8.5.0-310p-"),
     ],
 )
 def test_the_shells_wait_for_users_to_exec_in(name: str, vendor: str, image: str) -> None:

@@ -19,13 +19,14 @@ import yaml
 from gpupaas.catalog.service.profiles import ResourcesIn
 from gpupaas.clusters.models import ClusterStatus
 from gpupaas.compute.states import DeploymentStatus
+from gpupaas.core.gpu_resources import resource_name
 from gpupaas.core.gpus import Vendor
 from gpupaas.instance_templates.builtins import BUILTIN_INSTANCE_TEMPLATES, builtin_instance_template
 from gpupaas.instance_templates.spec import resolve
 from gpupaas.provisioning.builtins import BUILTIN_TEMPLATES
 from gpupaas.provisioning.drivers.base import Observed, Phase
 from gpupaas.provisioning.drivers.kubernetes.driver import KubernetesDriver
-from gpupaas.provisioning.plan import GPU_RESOURCE_NAMES, PermanentError, namespace_for
+from gpupaas.provisioning.plan import PermanentError, namespace_for
 from gpupaas.service_instances.plan import build_service_plan
 from gpupaas.settings import Settings
 from tests.factories import make_instance, make_profile, make_project, make_template, make_version
@@ -41,8 +42,13 @@ WORKER_GROUPS = '["system:serviceaccounts" "system:serviceaccounts:gpupaas-syste
 NODES = [
     node("h100-0", gpus=8, labels={"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}),
     node("mi300-0", gpus=8, gpu_resource="amd.com/gpu"),
+    node("ascend910b-0", gpus=8, gpu_resource="huawei.com/Ascend910"),
+    node("ascend310p-0", gpus=8, gpu_resource="huawei.com/Ascend310P"),
     node("cpu-0"),
 ]
+
+# The chip a built-in GPU service is made for, where its vendor's resource is per chip (Ascend).
+MODELS = {"cann-910b": "Ascend910B", "cann-310p": "Ascend310P"}
 
 
 def worker_token(fake: FakeKube) -> str:
@@ -112,9 +118,9 @@ async def test_every_builtin_gpu_service_runs_and_is_deleted_with_the_worker_s_r
         "storage": "100Gi",
         "gpuCount": gpus,
         "gpuVendor": "NVIDIA" if vendor == "CPU" else vendor,
-        "gpuModel": None,
+        "gpuModel": MODELS.get(service),
     }
-    compute = make_plan(name="box", gpus=gpus, vendor=resources["gpuVendor"], model=None)
+    compute = make_plan(name="box", gpus=gpus, vendor=resources["gpuVendor"], model=MODELS.get(service))
     service_plan = build_service_plan(
         service_id=str(uuid.uuid5(uuid.NAMESPACE_DNS, service)),
         name="svc",
@@ -142,7 +148,7 @@ async def test_every_builtin_gpu_service_runs_and_is_deleted_with_the_worker_s_r
     assert [r.kind for r in applied.objects] == kinds
     limits = pod["spec"]["containers"][0]["resources"]["limits"]
     if gpus:
-        assert limits[GPU_RESOURCE_NAMES[vendor]] == "1"
+        assert limits[resource_name(vendor, MODELS.get(service))] == "1"
     assert unexpected_denials(fake) == []
 
 
