@@ -17,12 +17,7 @@ from gpupaas.provisioning.drivers.kubernetes.driver import KubernetesDriver
 from gpupaas.provisioning.plan import SERVICE_LABEL, PermanentError, Plan
 from tests.fake_kube import FakeKube
 from tests.provisioning.drivers.kubernetes.clusters import new_driver
-from tests.provisioning.drivers.kubernetes.test_rbac import (  # noqa: F401 - fixtures
-    reduced_role,
-    worker,
-    worker_kubeconfig,
-    worker_token,
-)
+from tests.provisioning.drivers.kubernetes.test_rbac import NODES, reduced_role, worker_token
 from tests.service_instances.test_service_kubernetes import (
     NAMESPACE,
     OTHER_SERVICE_ID,
@@ -35,7 +30,19 @@ OWNER = Owner(SERVICE_LABEL, SERVICE_ID)
 
 
 @pytest.fixture
-async def running(worker: KubernetesDriver) -> Plan:  # noqa: F811 - the fixture imported above
+async def worker(fake: FakeKube, tmp_path: Path) -> AsyncIterator[KubernetesDriver]:
+    """The kubernetes driver with the worker's service-account token (infra/rbac)."""
+    fake.set_nodes(NODES)
+    kubeconfig = fake.kubeconfig(tmp_path / "worker.kubeconfig", token=worker_token(fake))
+    driver = new_driver(kubeconfig.read_text(encoding="utf-8"))
+    try:
+        yield driver
+    finally:
+        await driver.close()
+
+
+@pytest.fixture
+async def running(worker: KubernetesDriver) -> Plan:
     await worker.apply(compute_plan())
     plan = service_plan()
     await worker.apply(plan)
@@ -62,7 +69,7 @@ async def until(check: Callable[[], bool], what: object) -> None:
 async def test_a_containers_log_is_read_with_its_timestamps_and_its_tail(
     fake: FakeKube,
     worker: KubernetesDriver,
-    running: Plan,  # noqa: F811
+    running: Plan,
 ) -> None:
     pod = pod_of(fake)
     fake.write_log(NAMESPACE, pod, "main", "first line\nsecond line")
@@ -77,7 +84,7 @@ async def test_a_containers_log_is_read_with_its_timestamps_and_its_tail(
 async def test_no_pod_no_container_and_no_previous_are_the_api_server_s_errors(
     fake: FakeKube,
     worker: KubernetesDriver,
-    running: Plan,  # noqa: F811
+    running: Plan,
 ) -> None:
     pod = pod_of(fake)
     with pytest.raises(
@@ -94,7 +101,7 @@ async def test_no_pod_no_container_and_no_previous_are_the_api_server_s_errors(
 async def test_the_previous_container_is_the_one_before_the_last_crash(
     fake: FakeKube,
     worker: KubernetesDriver,
-    running: Plan,  # noqa: F811
+    running: Plan,
 ) -> None:
     pod = pod_of(fake)
     fake.write_log(NAMESPACE, pod, "main", "out of memory soon")
@@ -114,7 +121,7 @@ async def test_the_previous_container_is_the_one_before_the_last_crash(
 async def test_a_followed_log_streams_new_lines_and_ends_when_the_pod_goes(
     fake: FakeKube,
     worker: KubernetesDriver,
-    running: Plan,  # noqa: F811
+    running: Plan,
 ) -> None:
     pod = pod_of(fake)
     seen: list[str] = []
@@ -135,7 +142,7 @@ async def test_a_followed_log_streams_new_lines_and_ends_when_the_pod_goes(
 async def test_stopping_a_follower_closes_its_stream(
     fake: FakeKube,
     worker: KubernetesDriver,
-    running: Plan,  # noqa: F811
+    running: Plan,
 ) -> None:
     lines = worker.logs(LogQuery(NAMESPACE, OWNER, follow=True))
     assert isinstance(lines, AsyncIterator)
@@ -150,7 +157,7 @@ async def test_stopping_a_follower_closes_its_stream(
 async def test_events_of_the_owner_are_listed_and_followed(
     fake: FakeKube,
     worker: KubernetesDriver,
-    running: Plan,  # noqa: F811
+    running: Plan,
 ) -> None:
     query = EventQuery(NAMESPACE, OWNER)
     listed = [event async for event in worker.events(query)]

@@ -50,7 +50,8 @@ async def test_a_started_service_logs_its_lifecycle_and_records_a_real_clusters_
     assert lines[1] == "Started container main"
     assert lines[2].startswith("$ ") and "jupyter lab" in lines[2]
     assert lines[3] == "Ready: listening on 8888/TCP (jupyter)"
-    first = [line async for line in cluster.logs(logs_of(plan))][0]
+    read = [line async for line in cluster.logs(logs_of(plan))]
+    first = read[0]
     assert first.at is not None and first.pod.startswith("nb-") and first.container == "main"
     assert await reasons(cluster, events_of(plan)) == [
         ("Normal", "Deployment", "ScalingReplicaSet"),
@@ -61,7 +62,7 @@ async def test_a_started_service_logs_its_lifecycle_and_records_a_real_clusters_
         ("Normal", "Pod", "Created"),
         ("Normal", "Pod", "Started"),
     ]
-    scheduled = [e async for e in cluster.events(events_of(plan)) if e.reason == "Scheduled"][0]
+    (scheduled,) = [e async for e in cluster.events(events_of(plan)) if e.reason == "Scheduled"]
     assert scheduled.message.startswith(f"Successfully assigned {plan.namespace}/{first.pod} to ")
     # Applying the same plan again (a redelivered run) changes nothing.
     await cluster.apply(plan)
@@ -71,16 +72,22 @@ async def test_a_started_service_logs_its_lifecycle_and_records_a_real_clusters_
     assert [e async for e in cluster.events(compute)] == []
 
 
-async def test_tail_container_and_previous_are_read_as_kubectl_logs_reads_them(cluster: SimulatedDriver) -> None:
+async def test_tail_container_and_previous_are_read_as_kubectl_logs_reads_them(
+    cluster: SimulatedDriver,
+) -> None:
     plan = service_plan()
     await cluster.apply(plan)
     assert await texts(cluster, logs_of(plan, tail_lines=2)) == [
         (await texts(cluster, logs_of(plan)))[2],
         "Ready: listening on 8888/TCP (jupyter)",
     ]
-    with pytest.raises(PermanentError, match=r"container sidecar is not valid for pod nb-\S+: its containers are main"):
+    with pytest.raises(
+        PermanentError, match=r"container sidecar is not valid for pod nb-\S+: its containers are main"
+    ):
         await texts(cluster, logs_of(plan, container="sidecar"))
-    with pytest.raises(PermanentError, match=r'previous terminated container "main" in pod "nb-\S+" not found'):
+    with pytest.raises(
+        PermanentError, match=r'previous terminated container "main" in pod "nb-\S+" not found'
+    ):
         await texts(cluster, logs_of(plan, previous=True))
     with pytest.raises(PermanentError, match="it has no pod: it is not running"):
         await texts(cluster, logs_of(service_plan("never-started")))
@@ -112,14 +119,17 @@ async def test_a_follower_sees_the_stop_and_its_log_ends_with_the_pod(cluster: S
 async def test_a_restart_is_a_new_pod_with_a_log_of_its_own(cluster: SimulatedDriver) -> None:
     plan = service_plan()
     await cluster.apply(plan)
-    before = [line async for line in cluster.logs(logs_of(plan))][0].pod
+    old = [line async for line in cluster.logs(logs_of(plan))]
+    before = old[0].pod
     await cluster.apply(service_plan(restart="r1"))
     lines = [line async for line in cluster.logs(logs_of(plan))]
     assert lines[0].pod != before and lines[0].text.startswith("Pulling image")
     assert [e.object_name async for e in cluster.events(events_of(plan)) if e.reason == "Killing"] == [before]
 
 
-async def test_an_event_follower_gets_new_events_and_repeats_with_their_count(cluster: SimulatedDriver) -> None:
+async def test_an_event_follower_gets_new_events_and_repeats_with_their_count(
+    cluster: SimulatedDriver,
+) -> None:
     plan = service_plan("bad", annotations={"simulated.gpupaas.io/service-fail": "apply"})
     got: list[ClusterEvent] = []
 
@@ -140,7 +150,7 @@ async def test_an_event_follower_gets_new_events_and_repeats_with_their_count(cl
             raise AssertionError(got)
 
         await until(lambda: any(e.reason == "BackOff" for e in got))
-        failed = [e for e in got if e.reason == "Failed"][0]
+        (failed,) = [e for e in got if e.reason == "Failed"]
         assert failed.type == "Warning" and "Failed to pull image" in failed.message
         with pytest.raises(PermanentError):
             await cluster.apply(plan)  # the kubelet retries the pull: the same events, counted
@@ -175,6 +185,3 @@ async def test_destroying_takes_the_logs_and_events_along(cluster: SimulatedDriv
 def test_poll_seconds_must_be_positive() -> None:
     with pytest.raises(ValueError, match="poll_seconds must be more than 0"):
         SimulatedDriver(DEFAULT_INVENTORY, poll_seconds=0)
-
-
-
