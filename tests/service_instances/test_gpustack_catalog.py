@@ -32,7 +32,7 @@ from gpupaas.service_instances.models import ServiceInstance
 from gpupaas.service_instances.states import ServiceStatus
 from gpupaas.settings import Settings
 from tests.conftest import GraphQLClient
-from tests.factories import Person, make_instance, make_profile, make_project, make_user
+from tests.factories import Person, make_instance, make_profile, make_project, make_user, record_plans
 from tests.workers.conftest import eventually, fast, wait_status
 
 CATALOG = Path(__file__).with_name("gpustack_catalog.yaml")
@@ -119,14 +119,7 @@ async def world(db: object, settings: Settings, monkeypatch: pytest.MonkeyPatch)
     await runtime.start()
     app = create_app(chosen, migrate=False, runtime=runtime)
     driver = runtime.drivers.simulated
-    plans: list[Plan] = []
-    apply = driver.apply
-
-    async def recording(plan: Plan, *args: Any, **kwargs: Any) -> Any:
-        plans.append(plan)
-        return await apply(plan, *args, **kwargs)
-
-    monkeypatch.setattr(driver, "apply", recording)
+    plans = record_plans(driver, monkeypatch)
     try:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as http:
             from gpupaas.bootstrap import seed
