@@ -38,6 +38,7 @@ from tests.workers.conftest import eventually, fast, wait_status
 LOGS = """subscription($id: ID!, $tail: Int, $follow: Boolean, $previous: Boolean, $container: String) {
   serviceInstanceLogs(id: $id, tailLines: $tail, follow: $follow, previous: $previous, container: $container) {
     lines { at text pod container }
+    containers
   }
 }"""
 EVENTS = """subscription($id: ID!) {
@@ -47,7 +48,7 @@ COMPUTE_EVENTS = """subscription($id: ID!) {
   computeInstanceClusterEvents(id: $id) { name type reason objectKind objectName }
 }"""
 DOWNLOAD = """query($id: ID!, $tail: Int) {
-  serviceInstanceLogs(id: $id, tailLines: $tail) { text lines { text } }
+  serviceInstanceLogs(id: $id, tailLines: $tail) { text containers lines { text } }
 }"""
 EVENTS_NOW = "query($id: ID!) { serviceInstanceClusterEvents(id: $id) { reason objectKind } }"
 COMPUTE_EVENTS_NOW = (
@@ -166,7 +167,9 @@ async def test_the_logs_stream_the_lifecycle_lines_live_and_end_with_the_contain
     _, service_id = await running_service(server, alice)
     async with ws.connect(server, token=alice.token) as session:
         await session.subscribe(LOGS, {"id": service_id})
-        first = (await session.next_data())["serviceInstanceLogs"]["lines"]
+        chunk = (await session.next_data())["serviceInstanceLogs"]
+        first = chunk["lines"]
+        assert chunk["containers"] == ["main"]
         texts = [line["text"] for line in first]
         assert texts[0] == 'Pulling image "nvcr.io/nvidia/pytorch:25.01-py3"'
         assert texts[1:2] == ["Started container main"]
@@ -204,6 +207,7 @@ async def test_events_stream_live_and_a_download_holds_the_log(server: str) -> N
         assert download["text"].splitlines()[0].split(" ", 1)[0].startswith("20")  # its time first
         tail = (await data(server, alice, DOWNLOAD, {"id": service_id, "tail": 1}))["serviceInstanceLogs"]
         assert [line["text"] for line in tail["lines"]] == ["Ready: listening on 8888/TCP (jupyter)"]
+        assert download["containers"] == tail["containers"] == ["main"]
 
         await data(server, alice, STOP, {"id": service_id})
         while not any(e["reason"] == "Killing" for e in seen):

@@ -28,14 +28,23 @@ class ContainerLogLine:
         return cls(at=line.at, text=line.text, pod=line.pod, container=line.container)
 
 
+CONTAINERS = "The containers of the pod the lines are from: those whose log may be asked for instead."
+
+
+def _containers(lines: list[LogLine]) -> list[str]:
+    return list(lines[0].containers) if lines else []
+
+
 @strawberry.type(description="Lines of a container's log that came together (a tail, a burst).")
 class ContainerLogChunk:
     lines: list[ContainerLogLine]
+    containers: list[str] = strawberry.field(description=CONTAINERS)
 
 
 @strawberry.type(description="A container's log, for reading at once or downloading.")
 class ContainerLog:
     lines: list[ContainerLogLine]
+    containers: list[str] = strawberry.field(description=CONTAINERS + " Empty when the log is.")
 
     @strawberry.field(description="The lines as a .log file holds them: each with its time first.")
     def text(self) -> str:
@@ -98,11 +107,11 @@ class ServiceLogsQuery:
         tail_lines: TailArg = None,
         previous: PreviousArg = False,
     ) -> ContainerLog:
-        lines = [
-            ContainerLogLine.of(line)
+        read = [
+            line
             async for line in _lines(info, id, container, tail_lines, follow=False, previous=bool(previous))
         ]
-        return ContainerLog(lines=lines)
+        return ContainerLog(lines=[ContainerLogLine.of(line) for line in read], containers=_containers(read))
 
     @strawberry.field(
         description="The Kubernetes events of the service instance's objects (its pods, ReplicaSets, "
@@ -130,7 +139,9 @@ class ServiceLogsSubscription:
     ) -> AsyncGenerator[ContainerLogChunk, None]:
         lines = _lines(info, id, container, tail_lines, follow=follow, previous=bool(previous))
         async for chunk in batched(lines):
-            yield ContainerLogChunk(lines=[ContainerLogLine.of(line) for line in chunk])
+            yield ContainerLogChunk(
+                lines=[ContainerLogLine.of(line) for line in chunk], containers=_containers(chunk)
+            )
 
     @strawberry.subscription(
         description="The service instance's events (as the query), then new ones and repeats (the "

@@ -161,12 +161,14 @@ class LogQuery:
 @dataclass(frozen=True)
 class LogLine:
     """One line of a container's log: when the container wrote it (None: the runtime did not say),
-    the text (without its newline), and whose log it is."""
+    the text (without its newline), whose log it is, and the containers of its pod (those whose
+    logs may be asked for instead)."""
 
     at: datetime | None
     text: str
     pod: str
     container: str
+    containers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

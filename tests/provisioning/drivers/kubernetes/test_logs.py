@@ -77,6 +77,8 @@ async def test_a_containers_log_is_read_with_its_timestamps_and_its_tail(
     assert [line.text for line in lines][-2:] == ["first line", "second line"]
     assert lines[0].text.startswith("fake container main: running ")
     assert all(line.at is not None and line.pod == pod and line.container == "main" for line in lines)
+    # Each line names the pod's containers (the ones a reader may choose from).
+    assert {line.containers for line in lines} == {("main",)}
     assert [line.text for line in await lines_of(worker, tail_lines=1)] == ["second line"]
     assert fake.denials == [] or all(d.attributes.resource == "secrets" for d in fake.denials)
 

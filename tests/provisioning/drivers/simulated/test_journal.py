@@ -53,6 +53,7 @@ async def test_a_started_service_logs_its_lifecycle_and_records_a_real_clusters_
     read = [line async for line in cluster.logs(logs_of(plan))]
     first = read[0]
     assert first.at is not None and first.pod.startswith("nb-") and first.container == "main"
+    assert {line.containers for line in read} == {("main",)}
     assert await reasons(cluster, events_of(plan)) == [
         ("Normal", "Deployment", "ScalingReplicaSet"),
         ("Normal", "ReplicaSet", "SuccessfulCreate"),

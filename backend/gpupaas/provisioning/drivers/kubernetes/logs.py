@@ -57,12 +57,14 @@ def _time(value: Any) -> datetime | None:
         return None
 
 
-def parse_log_line(raw: bytes, pod: str, container: str) -> LogLine:
+def parse_log_line(raw: bytes, pod: str, container: str, containers: tuple[str, ...] = ()) -> LogLine:
     """A line of a log read with timestamps=true: "<RFC3339Nano> <text>"."""
     text = raw.decode("utf-8", errors="replace").rstrip("\r")
     stamp, _, rest = text.partition(" ")
     at = _time(stamp)
-    return LogLine(at=at, text=rest if at is not None else text, pod=pod, container=container)
+    return LogLine(
+        at=at, text=rest if at is not None else text, pod=pod, container=container, containers=containers
+    )
 
 
 async def _stream(
@@ -122,7 +124,7 @@ async def read_logs(
 ) -> AsyncIterator[LogLine]:
     pod = await _newest_pod(api, query.namespace, query.owner)
     name = str(pod["metadata"]["name"])
-    containers = [str(c.get("name")) for c in (pod.get("spec") or {}).get("containers") or []]
+    containers = tuple(str(c.get("name")) for c in (pod.get("spec") or {}).get("containers") or [])
     container = query.container or (containers[0] if containers else "")
     params: list[tuple[str, str]] = [("container", container), ("timestamps", "true")]
     if query.tail_lines is not None:
@@ -140,14 +142,14 @@ async def read_logs(
             raise api_error(status, data, action)
         for raw in data.split(b"\n"):
             if raw:
-                yield parse_log_line(raw, name, container)
+                yield parse_log_line(raw, name, container, containers)
         return
     lines = _stream(api, executor, request, seconds=None)
     try:
         try:
             async for raw in lines:
                 if raw:
-                    yield parse_log_line(raw, name, container)
+                    yield parse_log_line(raw, name, container, containers)
         except (HttpError, Unreachable, OSError, ValueError) as error:
             raise _failure(api, error, action) from None
     finally:

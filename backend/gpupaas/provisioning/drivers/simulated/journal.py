@@ -373,8 +373,8 @@ async def forget_namespace(namespace: str) -> None:
 # ---------------------------------------------------------------------------------------- reading
 
 
-def _line(row: SimulatedLogLine) -> LogLine:
-    return LogLine(at=row.at, text=row.text, pod=row.pod, container=row.container)
+def _line(row: SimulatedLogLine, containers: tuple[str, ...]) -> LogLine:
+    return LogLine(at=row.at, text=row.text, pod=row.pod, container=row.container, containers=containers)
 
 
 async def read_logs(query: LogQuery, *, poll: float) -> AsyncIterator[LogLine]:
@@ -387,8 +387,9 @@ async def read_logs(query: LogQuery, *, poll: float) -> AsyncIterator[LogLine]:
     )
     if pod is None:
         raise PermanentError("it has no pod: it is not running")
-    container = query.container or (pod.containers[0] if pod.containers else "")
-    if container not in pod.containers:
+    containers = tuple(str(name) for name in pod.containers)
+    container = query.container or (containers[0] if containers else "")
+    if container not in containers:
         raise PermanentError(
             f"container {container} is not valid for pod {pod.name}: its containers are "
             + ", ".join(pod.containers)
@@ -404,7 +405,7 @@ async def read_logs(query: LogQuery, *, poll: float) -> AsyncIterator[LogLine]:
     last = 0
     for row in lines:
         last = row.id
-        yield _line(row)
+        yield _line(row, containers)
     if not query.follow:
         return
     while True:
@@ -413,7 +414,7 @@ async def read_logs(query: LogQuery, *, poll: float) -> AsyncIterator[LogLine]:
             owner_id=query.owner.id, pod=pod.name, container=container, id__gt=last
         ).order_by("id"):
             last = row.id
-            yield _line(row)
+            yield _line(row, containers)
         if gone:  # the container stopped: its log ends, as a followed log does
             return
         await asyncio.sleep(poll)
