@@ -43,7 +43,8 @@ async def _post(url: str, token: str, query: str, variables: dict[str, Any]) -> 
         )
     body: dict[str, Any] = response.json()
     assert "errors" not in body, body
-    return body["data"]
+    found: dict[str, Any] = body["data"]
+    return found
 
 
 async def _status(service_id: str, status: ServiceStatus) -> None:
