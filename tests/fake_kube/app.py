@@ -277,11 +277,7 @@ async def _dispatch(
     sub = target.subresource
     if method == "GET":
         if sub == "log":
-            try:
-                text = state.controllers.log_of(target.namespace or "", name, query.get("container"))
-            except KeyError as error:
-                raise errors.not_found(rt, name) from error
-            return PlainTextResponse(text)
+            return _pod_log(state, target.namespace or "", name, query)
         obj = store.get(rt, target.namespace, name)
         return _json(store.scale_of(rt, obj) if sub == "scale" else obj)
     if sub == "log":
@@ -321,6 +317,33 @@ async def _dispatch(
         code, result = store.delete(rt, target.namespace, name, options, dry_run=dry_run)
         return _json(result, code)
     raise errors.method_not_allowed()
+
+
+def _pod_log(state: ServerState, namespace: str, name: str, query: dict[str, str]) -> Response:
+    """pods/log as kube-apiserver serves it (text/plain): the lines there are (tailLines,
+    timestamps, previous); with follow=true a chunked stream of the lines as the container writes
+    them, which ends when the container stops or its pod goes."""
+    controllers = state.controllers
+    lines, pod, container, instance = controllers.log_lines(namespace, name, query)
+    body = "".join(f"{line}\n" for line in lines)
+    if not _flag(query.get("follow")) or _flag(query.get("previous")):
+        return PlainTextResponse(body)
+    uid = str(pod["metadata"]["uid"])
+    stamps = _flag(query.get("timestamps"))
+
+    async def stream() -> AsyncIterator[bytes]:
+        yield body.encode()
+        sent, running = controllers.log_follow_state(namespace, name, uid, container, instance)
+        while True:
+            for at, text in controllers.log_entries(namespace, name, container, instance, sent):
+                sent += 1
+                yield (f"{at} {text}\n" if stamps else f"{text}\n").encode()
+            if not running:
+                return
+            await asyncio.sleep(0.05)
+            _, running = controllers.log_follow_state(namespace, name, uid, container, instance)
+
+    return StreamingResponse(stream(), media_type="text/plain")
 
 
 def _unavailable_api(state: ServerState, method: str, path: str) -> Response | None:

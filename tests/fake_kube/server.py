@@ -405,8 +405,9 @@ class FakeKube:
         """Job pods succeed this long after they run (None, the default: when complete_pod says)."""
         self.call(setattr, self.controllers, "job_pod_seconds", seconds)
 
-    def set_pod_log(self, namespace: str, name: str, text: str) -> None:
-        self.call(self.controllers.pod_logs.__setitem__, (namespace, name), text)
+    def write_log(self, namespace: str, name: str, container: str, text: str) -> None:
+        """The pod's container writes these lines to its log (its current instance's)."""
+        self.call(self.controllers.write_log, namespace, name, container, text)
 
     # What readiness waits on -----------------------------------------------------------------
 

@@ -231,7 +231,10 @@ def test_a_named_api_group_and_a_subresource_are_part_of_the_check(
     )
     fake_kube.wait_for(lambda: fake_kube.ready_pods("team"))
     core = client.CoreV1Api(robot)
-    assert core.read_namespaced_pod_log("web", "team") == "fake log of team/web container main\n"  # granted
+    assert (
+        core.read_namespaced_pod_log("web", "team")
+        == "fake container main: running the entrypoint of nginx:1.27\n"
+    )  # granted
     status = refused(core.patch_namespaced_pod_status, "web", "team", {"status": {"phase": "Failed"}})
     assert status["message"] == (
         f'pods "web" is forbidden: User "{SA}" cannot patch resource "pods/status" in API group "" '

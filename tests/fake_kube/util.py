@@ -34,6 +34,12 @@ def now_micro() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def now_nano() -> str:
+    """RFC 3339 with nanoseconds, as the container runtime stamps log lines."""
+    moment = dt.datetime.now(dt.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond:06d}000Z"
+
+
 def deep(obj: T) -> T:
     return copy.deepcopy(obj)
 

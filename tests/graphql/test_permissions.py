@@ -137,6 +137,32 @@ async def _announce(w: World) -> None:
     outbox.notify()
 
 
+async def _recorded(compute_id: str, owner_id: str) -> None:
+    """An event the simulated cluster records about an object of `owner_id` in the namespace of
+    compute instance `compute_id` (what its kubelet would say of a pod)."""
+    from gpupaas.provisioning.models import SimulatedEvent
+    from gpupaas.provisioning.plan import namespace_for
+
+    box = await ComputeInstance.get(id=compute_id)
+    moment = runs.now()
+    await SimulatedEvent.create(
+        name=_uniq("ev"),
+        namespace=namespace_for("ml", box.name, str(box.id)),
+        owner_id=owner_id,
+        object_kind="Pod",
+        object_name="walked",
+        type="Normal",
+        reason="Pulling",
+        message="Pulling image",
+        first_at=moment,
+        last_at=moment,
+    )
+
+
+# The walked service has a status but never ran on the cluster: past the rights, the cluster says
+# it has no pod to read a log of.
+LOG_READERS = _rule(UNAUTH, NOT_FOUND, FORBIDDEN, "UNAVAILABLE", "UNAVAILABLE", "UNAVAILABLE")
+
 CASES: dict[str, list[Case]] = {
     # ------------------------------------------------------------ accounts
     "Query.me": [Case(lambda w: {}, PUBLIC)],
@@ -260,6 +286,10 @@ CASES: dict[str, list[Case]] = {
     ],
     "Subscription.computeInstanceStatus": [Case(lambda w: {"id": w.instance}, READ)],
     "Subscription.computeInstanceEvents": [Case(lambda w: {"project": "ml"}, READ, trigger=_announce)],
+    "Query.computeInstanceClusterEvents": [Case(lambda w: {"id": w.instance}, READ)],
+    "Subscription.computeInstanceClusterEvents": [
+        Case(lambda w: {"id": w.instance}, READ, trigger=lambda w: _recorded(w.instance, w.instance))
+    ],
     # ------------------------------------------------------------ clusters
     # Clusters: the walk selects every field, and only platform admins read all of a cluster; project
     # admins' limited view (name, GPU models) is tested in tests/clusters/test_cluster_visibility.py.
@@ -329,6 +359,13 @@ CASES: dict[str, list[Case]] = {
         Case(lambda w: {"id": w.take("transferable_services"), "owner": "tina"}, WRITE)
     ],
     "Subscription.serviceInstanceStatus": [Case(lambda w: {"id": w.service}, READ)],
+    # a log may hold the service's token: its owner and the project's admins only
+    "Query.serviceInstanceLogs": [Case(lambda w: {"id": w.service}, LOG_READERS)],
+    "Subscription.serviceInstanceLogs": [Case(lambda w: {"id": w.service}, LOG_READERS)],
+    "Query.serviceInstanceClusterEvents": [Case(lambda w: {"id": w.service}, READ)],
+    "Subscription.serviceInstanceClusterEvents": [
+        Case(lambda w: {"id": w.service}, READ, trigger=lambda w: _recorded(w.service_box, w.service))
+    ],
     # starts with a snapshot of the project's service instances (the world's one)
     "Subscription.serviceInstanceEvents": [Case(lambda w: {"project": "ml"}, READ)],
     # ------------------------------------------------------------ quotas and capacity

@@ -25,6 +25,7 @@ from gpupaas.api import wiring
 from gpupaas.audit.graphql import AuditedMutation, AuditQuery
 from gpupaas.catalog.graphql import CatalogMutation, CatalogQuery
 from gpupaas.clusters.graphql import ClustersMutation, ClustersQuery
+from gpupaas.compute.events_graphql import ComputeEventsQuery, ComputeEventsSubscription
 from gpupaas.compute.graphql import ComputeMutation, ComputeQuery, ComputeSubscription
 from gpupaas.graphql.executor import ExecutionContext as LeakFreeExecutionContext
 from gpupaas.graphql.extensions import ErrorPolicy, ExtensionsRunner, Logged, Measured, TextGuard
@@ -39,6 +40,7 @@ from gpupaas.service_instances.graphql import (
     ServiceInstanceQuery,
     ServiceInstanceSubscription,
 )
+from gpupaas.service_instances.logs_graphql import ServiceLogsQuery, ServiceLogsSubscription
 from gpupaas.settings import Settings
 from gpupaas.ssh_keys.graphql import SshKeysMutation, SshKeysQuery
 from gpupaas.webhooks.graphql import WebhooksMutation, WebhooksQuery
@@ -63,6 +65,8 @@ Query = merge_types(
         SchedulesQuery,
         AuditQuery,
         SshKeysQuery,
+        ComputeEventsQuery,
+        ServiceLogsQuery,
     ),
 )
 Mutation = merge_types(
@@ -82,7 +86,10 @@ Mutation = merge_types(
         SshKeysMutation,
     ),
 )
-Subscription = merge_types("Subscription", (ComputeSubscription, ServiceInstanceSubscription))
+Subscription = merge_types(
+    "Subscription",
+    (ComputeSubscription, ServiceInstanceSubscription, ComputeEventsSubscription, ServiceLogsSubscription),
+)
 
 # Every mutation runs in an audit scope, whoever wrote it (audit/graphql.py): the services record
 # their changes in it, and refusals are recorded here.

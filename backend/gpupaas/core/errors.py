@@ -88,3 +88,8 @@ class NotFound(Exception):
 
 class InvalidArgument(Exception):
     """A query argument that cannot be used, such as a malformed cursor (top-level error INVALID)."""
+
+
+class Unavailable(Exception):
+    """What a cluster cannot give now: a log of a service with no pod, a previous container that
+    never was, a cluster that does not answer (top-level error UNAVAILABLE)."""

@@ -26,7 +26,7 @@ from strawberry.types.execution import StreamExecutionResult
 from strawberry.utils.await_maybe import await_maybe
 
 from gpupaas.core import logs
-from gpupaas.core.errors import Forbidden, InvalidArgument, NotAuthenticated, NotFound
+from gpupaas.core.errors import Forbidden, InvalidArgument, NotAuthenticated, NotFound, Unavailable
 
 log = logging.getLogger("gpupaas.graphql")
 
@@ -35,6 +35,7 @@ _CODES: dict[type[Exception], str] = {
     Forbidden: "FORBIDDEN",
     NotFound: "NOT_FOUND",
     InvalidArgument: "INVALID",
+    Unavailable: "UNAVAILABLE",
 }
 
 

@@ -66,3 +66,64 @@ class SimulatedAllocation(Model):
 
     class Meta:
         table = "simulated_allocations"
+
+
+class SimulatedPod(Model):
+    """A pod of the simulated cluster: what a plan's Deployment, StatefulSet or Pod runs. Its owner
+    is the plan's instance id (a compute or GPU service instance); `template_hash` is that of its
+    pod template, as a ReplicaSet's pod-template-hash, so that applying the same template again
+    keeps the pod and a changed one (a restart) replaces it."""
+
+    id = fields.UUIDField(primary_key=True)
+    owner_id = fields.CharField(max_length=64, db_index=True)
+    namespace = fields.CharField(max_length=63)
+    name = fields.CharField(max_length=253)
+    workload = fields.CharField(max_length=253)  # "Deployment/nb"
+    template_hash = fields.CharField(max_length=16)
+    node = fields.CharField(max_length=253, null=True)
+    containers: fields.JSONField[list[str]] = fields.JSONField(default=list)
+    created_at = fields.DatetimeField(auto_now_add=True)
+
+    class Meta:
+        table = "simulated_pods"
+
+
+class SimulatedLogLine(Model):
+    """One line a simulated container wrote (its start command's lifecycle: pulling its image,
+    started, the command, ready, stopping, its exit code). Numbered in the order written, so that
+    followers read on from the last line they saw."""
+
+    id = fields.BigIntField(primary_key=True)
+    owner_id = fields.CharField(max_length=64, db_index=True)
+    namespace = fields.CharField(max_length=63)
+    pod = fields.CharField(max_length=253)
+    container = fields.CharField(max_length=63)
+    restart = fields.IntField(default=0)  # the container's restart count when it wrote the line
+    at = fields.DatetimeField()
+    text = fields.TextField()
+
+    class Meta:
+        table = "simulated_log_lines"
+
+
+class SimulatedEvent(Model):
+    """An event of the simulated cluster, as the component that reports it on a real cluster would
+    (Scheduled, Pulling, Started, Killing, FailedScheduling, BackOff ...). A repeat of the same event
+    (same object, reason and message) replaces its row with the count raised, so the new row's
+    higher id is what followers see; `name` stays that of the first."""
+
+    id = fields.BigIntField(primary_key=True)
+    name = fields.CharField(max_length=253)
+    namespace = fields.CharField(max_length=63, db_index=True)
+    owner_id = fields.CharField(max_length=64, db_index=True)
+    object_kind = fields.CharField(max_length=63)
+    object_name = fields.CharField(max_length=253)
+    type = fields.CharField(max_length=16)  # Normal | Warning
+    reason = fields.CharField(max_length=128)
+    message = fields.TextField()
+    count = fields.IntField(default=1)
+    first_at = fields.DatetimeField()
+    last_at = fields.DatetimeField()
+
+    class Meta:
+        table = "simulated_events"

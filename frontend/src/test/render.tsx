@@ -3,7 +3,7 @@ import { render, type RenderResult } from "@testing-library/react";
 import type { ReactElement } from "react";
 import { MemoryRouter, Route, Routes } from "react-router-dom";
 import { Provider, type Client } from "urql";
-import { fromArray, fromValue, never } from "wonka";
+import { fromArray, fromValue, never, pipe, take, toPromise } from "wonka";
 import { vi } from "vitest";
 
 type Answer = { data?: unknown; error?: unknown };
@@ -28,6 +28,8 @@ export function fakeClient(answers: Record<string, Answer | Answer[] | Handler> 
     executeQuery: vi.fn((request) => respond(request)),
     executeMutation: vi.fn((request) => respond(request)),
     executeSubscription: vi.fn((request) => respond(request)),
+    // client.query(document, variables).toPromise(), as the real client offers it
+    query: vi.fn((query, variables) => ({ toPromise: () => pipe(respond({ query, variables }), take(1), toPromise) })),
   } as unknown as Client;
   return { client, calls };
 }

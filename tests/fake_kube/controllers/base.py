@@ -102,7 +102,8 @@ class ControllerBase:
         self.termination_delay = 0.0
         self.namespace_deletion_delay = 0.2
         self.pvc_delay: float | None = 0.0
-        self.pod_logs: dict[tuple[str, str], str] = {}
+        # (namespace, pod, container) -> per container instance (restartCount): (timestamp, line)
+        self.container_logs: dict[tuple[str, str, str], dict[int, list[tuple[str, str]]]] = {}
         self._queue: dict[tuple[str, str, str], None] = {}
         self._scheduled = False
         self._timers: set[asyncio.TimerHandle] = set()

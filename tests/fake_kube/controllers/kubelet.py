@@ -5,8 +5,11 @@ device plugin starting)."""
 
 from __future__ import annotations
 
+import contextlib
+import shlex
 from dataclasses import dataclass
 
+from tests.fake_kube import errors
 from tests.fake_kube.controllers.base import (
     KUBELET,
     NODE,
@@ -16,7 +19,7 @@ from tests.fake_kube.controllers.base import (
     _set_condition,
 )
 from tests.fake_kube.store import Store
-from tests.fake_kube.util import Obj, deep, get_path, now
+from tests.fake_kube.util import Obj, deep, get_path, now, now_nano
 
 WAITING_REASONS = (
     "ContainerCreating",
@@ -115,7 +118,19 @@ class Kubelet(ControllerBase):
 
         updated = self.store.internal_update(POD, pod, running, manager=KUBELET, subresource="status")
         if updated is not None:
+            self._started_log(updated)
             for container in get_path(updated, "spec", "containers") or []:
+                self.event(
+                    POD,
+                    updated,
+                    "Normal",
+                    "Pulled",
+                    f'Container image "{container.get("image")}" already present on machine',
+                    "kubelet",
+                )
+                self.event(
+                    POD, updated, "Normal", "Created", f"Created container: {container['name']}", "kubelet"
+                )
                 self.event(
                     POD, updated, "Normal", "Started", f"Started container {container['name']}", "kubelet"
                 )
@@ -125,6 +140,16 @@ class Kubelet(ControllerBase):
         pod = self.store.find(POD, namespace, name)
         if pod is None or pod["metadata"]["uid"] != uid:
             return
+
+        for container in get_path(pod, "spec", "containers") or []:
+            self.event(POD, pod, "Normal", "Killing", f"Stopping container {container['name']}", "kubelet")
+            if get_path(pod, "status", "phase") == "Running":
+                self.write_log(
+                    namespace,
+                    name,
+                    container["name"],
+                    f"fake container {container['name']}: received SIGTERM",
+                )
 
         def terminated(new: Obj) -> None:
             new["metadata"]["deletionGracePeriodSeconds"] = 0
@@ -152,6 +177,14 @@ class Kubelet(ControllerBase):
         failing = [container] if container else names
         restart = spec.get("restartPolicy", "Always")
         moment = now()
+        for failing_container in failing:
+            with contextlib.suppress(KeyError):
+                self.write_log(
+                    namespace,
+                    name,
+                    failing_container,
+                    f"fake container {failing_container}: exited with code {code}",
+                )
 
         def fail(new: Obj) -> None:
             status = new.setdefault("status", {})
@@ -320,7 +353,9 @@ class Kubelet(ControllerBase):
                     status["state"] = {"running": {"startedAt": started}}
                     status["started"] = True
 
-        self.store.internal_update(POD, pod, restarted, manager=KUBELET, subresource="status")
+        updated = self.store.internal_update(POD, pod, restarted, manager=KUBELET, subresource="status")
+        if updated is not None:
+            self._started_log(updated)
 
         def crash_again() -> None:
             self._crash(namespace, name, uid)
@@ -366,12 +401,110 @@ class Kubelet(ControllerBase):
 
     # Pod logs --------------------------------------------------------------------------------
 
-    def log_of(self, namespace: str, name: str, container: str | None = None) -> str:
+    def write_log(self, namespace: str, name: str, container: str, text: str) -> None:
+        """The container writes `text` (lines) to its log: that of its current instance (its
+        restartCount), as the container runtime keeps one file per container instance."""
         pod = self.store.find(POD, namespace, name)
         if pod is None:
-            raise KeyError(name)
-        text = self.pod_logs.get((namespace, name))
-        if text is not None:
-            return text
+            raise KeyError(f"no pod {namespace}/{name}")
+        restarts = next(
+            (
+                int(c.get("restartCount", 0))
+                for c in get_path(pod, "status", "containerStatuses") or []
+                if c.get("name") == container
+            ),
+            0,
+        )
+        lines = self.container_logs.setdefault((namespace, name, container), {}).setdefault(restarts, [])
+        for line in text.splitlines():
+            lines.append((now_nano(), line))
+
+    def _started_log(self, pod: Obj) -> None:
+        """What a container writes first: the fake runtime says what it runs."""
+        namespace, name = pod["metadata"].get("namespace") or "", pod["metadata"]["name"]
+        for container in get_path(pod, "spec", "containers") or []:
+            command = [str(p) for p in (container.get("command") or []) + (container.get("args") or [])]
+            what = shlex.join(command) if command else f"the entrypoint of {container.get('image')}"
+            self.write_log(
+                namespace, name, container["name"], f"fake container {container['name']}: running {what}"
+            )
+
+    def log_lines(self, namespace: str, name: str, query: dict[str, str]) -> tuple[list[str], Obj, str, int]:
+        """The lines pods/log serves now (with tailLines, timestamps), the pod, the container and
+        the container instance; ApiError as kube-apiserver answers: 404 for no pod, 400 for no such
+        container, a container waiting to start, or no previous instance."""
+        pod = self.store.find(POD, namespace, name)
+        if pod is None:
+            raise errors.not_found(POD, name)
         names = [c["name"] for c in get_path(pod, "spec", "containers") or []]
-        return f"fake log of {namespace}/{name} container {container or (names[0] if names else '')}\n"
+        container = query.get("container") or ""
+        if not container:
+            if len(names) != 1:
+                raise errors.bad_request(
+                    f"a container name must be specified for pod {name}, choose one of: [{' '.join(names)}]"
+                )
+            container = names[0]
+        if container not in names:
+            raise errors.bad_request(f"container {container} is not valid for pod {name}")
+        status = next(
+            (c for c in get_path(pod, "status", "containerStatuses") or [] if c.get("name") == container),
+            None,
+        )
+        restarts = int((status or {}).get("restartCount", 0))
+        if _flag(query.get("previous")):
+            instance = restarts - 1
+            if instance < 0 or instance not in self.container_logs.get((namespace, name, container), {}):
+                raise errors.bad_request(
+                    f'previous terminated container "{container}" in pod "{name}" not found'
+                )
+        else:
+            instance = restarts
+            waiting = (
+                ((status or {}).get("state") or {}).get("waiting")
+                if status
+                else {"reason": "ContainerCreating"}
+            )
+            if waiting is not None and instance not in self.container_logs.get(
+                (namespace, name, container), {}
+            ):
+                raise errors.bad_request(
+                    f'container "{container}" in pod "{name}" is waiting to start: '
+                    + str(waiting.get("reason") or "ContainerCreating")
+                )
+        entries = self.container_logs.get((namespace, name, container), {}).get(instance, [])
+        tail = query.get("tailLines")
+        if tail is not None:
+            if not tail.isdigit():
+                raise errors.bad_request(f'strconv.ParseInt: parsing "{tail}": invalid syntax')
+            entries = entries[-int(tail) :] if int(tail) else []
+        stamps = _flag(query.get("timestamps"))
+        return [f"{at} {text}" if stamps else text for at, text in entries], pod, container, instance
+
+    def log_follow_state(
+        self, namespace: str, name: str, uid: str, container: str, instance: int
+    ) -> tuple[int, bool]:
+        """How many lines the followed container instance has now, and whether it still runs (a
+        followed log ends when its container stops or its pod goes)."""
+        lines = len(self.container_logs.get((namespace, name, container), {}).get(instance, []))
+        pod = self.store.find(POD, namespace, name)
+        if pod is None or pod["metadata"]["uid"] != uid or get_path(pod, "metadata", "deletionTimestamp"):
+            return lines, False
+        status = next(
+            (c for c in get_path(pod, "status", "containerStatuses") or [] if c.get("name") == container),
+            None,
+        )
+        running = (
+            status is not None
+            and int(status.get("restartCount", 0)) == instance
+            and "running" in (status.get("state") or {})
+        )
+        return lines, running
+
+    def log_entries(
+        self, namespace: str, name: str, container: str, instance: int, start: int
+    ) -> list[tuple[str, str]]:
+        return self.container_logs.get((namespace, name, container), {}).get(instance, [])[start:]
+
+
+def _flag(value: str | None) -> bool:
+    return value is not None and value.lower() in ("true", "1")

@@ -4,8 +4,9 @@ drivers only apply it."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import Enum
 from typing import Any, Protocol
 
@@ -138,6 +139,65 @@ class ClusterInfo:
         return {"serverVersion": self.server_version, "nodes": [node.to_json() for node in self.nodes]}
 
 
+# The most lines a log request may ask for from the end of a container's log (tail_lines).
+MAX_TAIL_LINES = 10000
+
+
+@dataclass(frozen=True)
+class LogQuery:
+    """Which container log to read: of the newest pod of `owner` in `namespace` (the pods a plan's
+    controllers make carry its owner label), `container` (None: the pod's first container), its
+    last `tail_lines` lines (None: all of it), `follow` (go on with new lines until the container
+    stops), `previous` (the container's instance before its last restart, as `kubectl logs -p`)."""
+
+    namespace: str
+    owner: Owner
+    container: str | None = None
+    tail_lines: int | None = None
+    follow: bool = False
+    previous: bool = False
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """One line of a container's log: when the container wrote it (None: the runtime did not say),
+    the text (without its newline), whose log it is, and the containers of its pod (those whose
+    logs may be asked for instead)."""
+
+    at: datetime | None
+    text: str
+    pod: str
+    container: str
+    containers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class EventQuery:
+    """Which events to read: those of `namespace` whose involved object carries `owner`'s label (a
+    pod of it, its Deployment, ...); `follow`: the ones there are, then new ones and changes (a
+    repeated event comes again with its count raised) as they happen."""
+
+    namespace: str
+    owner: Owner
+    follow: bool = False
+
+
+@dataclass(frozen=True)
+class ClusterEvent:
+    """A Kubernetes event as `kubectl get events` shows it. `name` identifies it: a repeat of the
+    same event comes with the same name, a higher `count` and a later `last_at`."""
+
+    name: str
+    type: str  # Normal | Warning
+    reason: str
+    message: str
+    object_kind: str
+    object_name: str
+    count: int = 1
+    first_at: datetime | None = None
+    last_at: datetime | None = None
+
+
 class Driver(Protocol):
     async def apply(self, plan: Plan, progress: Progress | None = None) -> Applied:
         """Creates or updates everything in the plan and waits until it is ready. Idempotent:
@@ -162,6 +222,17 @@ class Driver(Protocol):
         """The cluster's version and nodes (with their GPUs, named by `gpu_resource_names` per vendor
         where the driver does not read them from the cluster). Raises DriverError saying what is
         wrong."""
+        ...
+
+    def logs(self, query: LogQuery) -> AsyncIterator[LogLine]:
+        """The lines of a container's log, oldest first; with `follow`, then its new lines as it
+        writes them until it stops. Raises PermanentError saying why there is no such log (no pod,
+        no such container, no previous container, a container still waiting to start)."""
+        ...
+
+    def events(self, query: EventQuery) -> AsyncIterator[ClusterEvent]:
+        """The events of the query's objects, oldest first; with `follow`, then new ones and
+        changes as they happen, until the caller stops reading."""
         ...
 
     async def close(self) -> None:

@@ -43,6 +43,9 @@ describe("InstancePage", () => {
     fireEvent.click(destroy);
     expect(screen.queryByRole("dialog")).toBeNull();
     expect(calls.some((c) => c.name === "InstanceDestroy")).toBe(false);
+    // its Kubernetes events, live
+    expect(screen.getByRole("region", { name: "Events" })).toBeInTheDocument();
+    expect(calls.find((c) => c.name === "ComputeEventsLive")?.variables).toEqual({ id: "ci-1" });
 
     expect(screen.getByRole("button", { name: "Deploy" })).toHaveAccessibleDescription(RUN_UNDER_WAY.DEPLOY);
     expect(screen.getByRole("button", { name: "Delete" })).toHaveAccessibleDescription(RUN_UNDER_WAY.DELETE);

@@ -7,6 +7,7 @@ import { useQuery, useSubscription } from "urql";
 import { useProject } from "../../app/project";
 import { whyNot } from "../../components/actions";
 import { AutoStopPanel } from "../../components/AutoStop";
+import { ClusterEventsPanel } from "../../components/ClusterEvents";
 import { describeError } from "../../components/errors";
 import { SharingModal } from "../../components/SharingModal";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
@@ -193,6 +194,8 @@ export function InstancePage() {
       </SimpleGrid>
 
       <Services instance={instance} project={project} status={status} readOnly={sharedWithUs} />
+
+      <ClusterEventsPanel kind="compute" id={instance.id} />
 
       <Panel title="Runs" action={<Text size="xs" c="dimmed">Newest first</Text>}>
         <Runs runs={instance.runs} />

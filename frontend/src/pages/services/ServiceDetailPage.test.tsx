@@ -47,7 +47,7 @@ const SERVICE = {
 
 describe("service page", () => {
   it("shows the spec, and the status and Connect links live", async () => {
-    const { client } = fakeClient({
+    const { client, calls } = fakeClient({
       Me: meAnswer(false, "MEMBER"),
       ServiceDetail: { data: { serviceInstance: SERVICE } },
       ServiceStatusLive: {
@@ -91,6 +91,11 @@ describe("service page", () => {
     expect(screen.getByRole("button", { name: "Stop My lab" })).not.toHaveAttribute("aria-disabled");
     expect(screen.getByRole("button", { name: "Start My lab" })).toHaveAttribute("aria-disabled", "true");
     expect(screen.getByText(/\(you\)/).closest("[data-owner]")).toHaveAttribute("data-owner", "alice");
+    // its log and its events, live
+    expect(screen.getByRole("region", { name: "Logs" })).toBeInTheDocument();
+    expect(screen.getByRole("region", { name: "Events" })).toBeInTheDocument();
+    expect(calls.find((c) => c.name === "ServiceLogsLive")?.variables).toMatchObject({ id: "s1", tailLines: 500, follow: true });
+    expect(calls.find((c) => c.name === "ServiceEventsLive")?.variables).toEqual({ id: "s1" });
   });
 
   it("says whose it is, and that its owner gets the link's token", async () => {

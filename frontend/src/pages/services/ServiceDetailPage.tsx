@@ -18,6 +18,7 @@ import { useQuery } from "urql";
 import { useAuth } from "../../app/auth";
 import { useProject } from "../../app/project";
 import { AutoStopPanel } from "../../components/AutoStop";
+import { ClusterEventsPanel } from "../../components/ClusterEvents";
 import { describeError } from "../../components/errors";
 import { OwnerText } from "../../components/Owner";
 import { Section } from "../../components/Section";
@@ -26,6 +27,7 @@ import { ErrorState, Loading } from "../../components/states";
 import type { ServiceDetailQuery } from "../../gql/graphql";
 import { VendorBadge, pullPolicyLabel } from "../instance-templates/spec";
 import { ConnectLinks, ServiceActions, useLiveService } from "./live";
+import { LogsPanel } from "./LogsPanel";
 import { ServiceDetailDocument } from "./queries";
 
 type Service = NonNullable<ServiceDetailQuery["serviceInstance"]>;
@@ -256,6 +258,8 @@ function ServiceView({ service, reload }: { service: Service; reload: () => void
           )}
         </Section>
       </SimpleGrid>
+      <LogsPanel service={service} status={live.status} />
+      <ClusterEventsPanel kind="service" id={service.id} />
       <Text size="xs" c="dimmed">
         The spec is shown as written: {"{{generated_token}}"} stands for the value generated for this service, which the
         Connect links carry.

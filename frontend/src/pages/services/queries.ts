@@ -299,3 +299,27 @@ export const ServicePullSecretsDocument = graphql(`
     }
   }
 `);
+
+/** The container's log, followed live in chunks (Logs panel). */
+export const ServiceLogsLiveDocument = graphql(`
+  subscription ServiceLogsLive($id: ID!, $container: String, $tailLines: Int, $follow: Boolean!, $previous: Boolean) {
+    serviceInstanceLogs(id: $id, container: $container, tailLines: $tailLines, follow: $follow, previous: $previous) {
+      containers
+      lines {
+        at
+        text
+        pod
+        container
+      }
+    }
+  }
+`);
+
+/** The container's log as a file (the Logs panel's download). */
+export const ServiceLogDownloadDocument = graphql(`
+  query ServiceLogDownload($id: ID!, $container: String, $previous: Boolean) {
+    serviceInstanceLogs(id: $id, container: $container, previous: $previous) {
+      text
+    }
+  }
+`);

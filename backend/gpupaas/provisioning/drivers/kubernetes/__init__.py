@@ -14,4 +14,5 @@ drivers/k8s_manifests/; this package sends requests and waits.
 - owned.py, prune.py: what an instance owns (never what it did not create), and pruning what the
   plan no longer has.
 - drift.py: the watch on pods that reports instances that fail or recover.
+- logs.py: container logs (pods/log) and the events of what an instance owns, followed live.
 """

@@ -252,6 +252,39 @@ class Transport:
             with contextlib.suppress(Exception):
                 raw.release_conn()
 
+    def read_lines(
+        self,
+        request: Request,
+        stream: WatchStream,
+        on_line: Callable[[bytes], None],
+        *,
+        seconds: float | None,
+    ) -> None:
+        """Reads a streamed answer (a followed pod log: chunked, open for as long as the container
+        runs) in this (worker) thread, one line at a time, until it ends or `stream` is closed.
+        `seconds`: how long a read may wait for the next chunk (None: for ever)."""
+        response = self.open(request, (self.request_timeout, seconds))
+        raw = response.response
+        try:
+            if not stream.attach(raw):
+                return
+            if int(response.status) != 200:
+                raise HttpError(int(response.status), raw.read() or b"")
+            buffer = b""
+            for chunk in raw.stream(65536):
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    on_line(line)
+            if buffer:
+                on_line(buffer)
+        finally:
+            stream.close()
+            with contextlib.suppress(Exception):
+                raw.close()
+            with contextlib.suppress(Exception):
+                raw.release_conn()
+
 
 def _transport_detail(error: BaseException) -> str:
     reason = getattr(error, "reason", None)  # MaxRetryError wraps the real cause

@@ -11,9 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 
-from gpupaas.provisioning.drivers.base import Applied, ClusterInfo, Observed, OnDrift, Progress
+from gpupaas.provisioning.drivers.base import (
+    Applied,
+    ClusterEvent,
+    ClusterInfo,
+    EventQuery,
+    LogLine,
+    LogQuery,
+    Observed,
+    OnDrift,
+    Progress,
+)
 from gpupaas.provisioning.drivers.k8s_manifests.access import missing_text
 from gpupaas.provisioning.drivers.k8s_manifests.api import Request
 from gpupaas.provisioning.drivers.k8s_manifests.nodes import GPU_MODEL_LABELS, node_info
@@ -25,6 +35,7 @@ from gpupaas.provisioning.drivers.kubernetes.apply import apply_plan
 from gpupaas.provisioning.drivers.kubernetes.connection import ClusterConnection, Transport
 from gpupaas.provisioning.drivers.kubernetes.destroy import destroy_plan
 from gpupaas.provisioning.drivers.kubernetes.drift import watch_drift
+from gpupaas.provisioning.drivers.kubernetes.logs import read_events, read_logs, stream_executor
 from gpupaas.provisioning.drivers.kubernetes.observe import observe_plan
 from gpupaas.provisioning.plan import PermanentError, Plan
 
@@ -92,6 +103,8 @@ class KubernetesDriver:
         # The cluster's placement settings (the registry passes the cluster's); none: pods go
         # wherever the scheduler puts them.
         self.placement = placement or PlacementSettings()
+        # Followed logs and events hold a thread each while they last (logs.py).
+        self._streams = stream_executor()
 
     async def apply(self, plan: Plan, progress: Progress | None = None) -> Applied:
         return await apply_plan(
@@ -128,6 +141,16 @@ class KubernetesDriver:
             clock=self.clock,
         )
 
+    async def logs(self, query: LogQuery) -> AsyncIterator[LogLine]:
+        """A container's log through pods/log (logs.py)."""
+        async for line in read_logs(self._api, self._streams, query):
+            yield line
+
+    async def events(self, query: EventQuery) -> AsyncIterator[ClusterEvent]:
+        """The events of the owner's objects, listed and watched (logs.py)."""
+        async for event in read_events(self._api, self._streams, query):
+            yield event
+
     async def check(self, gpu_resource_names: Mapping[str, str] | None = None) -> ClusterInfo:
         """The API server's version and its nodes (allocatable CPU and memory, GPUs per extended
         resource as the nodes report them, GPU model). Raises DriverError saying what is wrong:
@@ -151,3 +174,4 @@ class KubernetesDriver:
     async def close(self) -> None:
         """Releases the connections, threads and files of the driver; later calls fail."""
         await self._api.transport.close()
+        self._streams.shutdown(wait=False, cancel_futures=True)

@@ -8,6 +8,7 @@ database, for `make run`, demos and tests.
   admit and store them.
 - server.py: the fields the simulated API server fills in (uids, resourceVersions, node ports).
 - failures.py: failure injection through a plan's annotations.
+- journal.py: its pods, their containers' logs and its events, which followers read live.
 - inspection.py: what every node holds (`cluster_state`).
 - endpoints.py: what answers at the node ports of the services that run on it.
 """

@@ -24,7 +24,7 @@ apply or destroy that failed last.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from tortoise.transactions import in_transaction
@@ -32,7 +32,11 @@ from tortoise.transactions import in_transaction
 from gpupaas.core import gpu_resources
 from gpupaas.provisioning.drivers.base import (
     Applied,
+    ClusterEvent,
     ClusterInfo,
+    EventQuery,
+    LogLine,
+    LogQuery,
     NodeInfo,
     ObjectRef,
     Observed,
@@ -40,6 +44,7 @@ from gpupaas.provisioning.drivers.base import (
     Phase,
     Progress,
 )
+from gpupaas.provisioning.drivers.simulated import journal
 from gpupaas.provisioning.drivers.simulated.admission import Request
 from gpupaas.provisioning.drivers.simulated.failures import FAIL_ANNOTATION, FAIL_TIMES_ANNOTATION, Failures
 from gpupaas.provisioning.drivers.simulated.inspection import NodeUsage, cluster_state
@@ -80,14 +85,38 @@ def _object_ref(manifest: Mapping[str, Any]) -> str:
     return " ".join(str(part) for part in (manifest.get("kind") or "object", name) if part)
 
 
+def _held_node(row: SimulatedAllocation) -> str | None:
+    if row.shares:
+        return str(row.shares[0]["node"])
+    return str(row.nodes[0]) if row.nodes else None
+
+
+async def _node_of(plan: Plan, row: SimulatedAllocation) -> str | None:
+    """The node the plan's pods run on: the first its row holds, or its compute instance's."""
+    node = _held_node(row)
+    if node is None and plan.within is not None:
+        parent = await SimulatedAllocation.get_or_none(instance_id=plan.within)
+        node = _held_node(parent) if parent is not None else None
+    return node
+
+
 class SimulatedDriver:
     """A Driver (drivers/base.py) over the simulated cluster; see the module's docstring."""
 
     def __init__(
-        self, inventory: Inventory, *, phase_seconds: float = 1.0, kubernetes_version: str = "1.37.0"
+        self,
+        inventory: Inventory,
+        *,
+        phase_seconds: float = 1.0,
+        kubernetes_version: str = "1.37.0",
+        poll_seconds: float = 0.25,
     ) -> None:
+        """`poll_seconds`: how often followers of logs and events look for new ones."""
         if not phase_seconds >= 0:
             raise ValueError(f"phase_seconds must be 0 or more, not {phase_seconds}")
+        if not poll_seconds > 0:
+            raise ValueError(f"poll_seconds must be more than 0, not {poll_seconds}")
+        self.poll_seconds = poll_seconds
         # Fails now (ValueError) rather than at the first deploy when there are no schemas for it.
         validate_manifest(
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "probe"}}, kubernetes_version
@@ -109,12 +138,16 @@ class SimulatedDriver:
         manifests = distinct(plan.manifests)
         replicas = replicas_of(manifests)
 
-        if plan.within is not None:
-            await self._phase(report, f"Scheduling {plan.instance_name} in namespace {plan.namespace}")
-            row, message = await admit_within(plan, request, replicas, self.inventory)
-        else:
-            await self._phase(report, request.describe())
-            row, message = await admit_instance(self.inventory, plan, request)
+        try:
+            if plan.within is not None:
+                await self._phase(report, f"Scheduling {plan.instance_name} in namespace {plan.namespace}")
+                row, message = await admit_within(plan, request, replicas, self.inventory)
+            else:
+                await self._phase(report, request.describe())
+                row, message = await admit_instance(self.inventory, plan, request)
+        except PermanentError as error:
+            await journal.refused(plan, manifests, str(error))
+            raise
         try:
             await self._phase(report, message)
             if plan.within is None:
@@ -126,12 +159,16 @@ class SimulatedDriver:
                 )
             await self._phase(report, f"Applying {plural(len(manifests), 'object')}")
             applied = await store(plan, manifests)
+            pods = await journal.start_pods(plan, applied, await _node_of(plan, row))
+            await pods.pulling()
             quota = next((obj for obj in applied if obj.get("kind") == "ResourceQuota"), None)
             if plan.within is not None and replicas == 0:
                 await self._phase(report, "Waiting for the pod to terminate")
             elif plan.within is not None:
                 for image in images_of(manifests):
                     await self._phase(report, f'Pulling image "{image}"')
+                if not failures.apply:
+                    await pods.running()
                 await self._phase(report, "Waiting for the container to be ready")
             else:
                 await self._phase(
@@ -141,16 +178,20 @@ class SimulatedDriver:
                     else f"Waiting for {plural(len(applied), 'object')} to be ready",
                 )
             if failures.apply:
+                await pods.pull_failed(f'simulated failure (annotation {FAIL_ANNOTATION}: "apply")')
                 raise PermanentError(
                     "simulated failure: image pull back-off: the container image could not be pulled "
                     f'(annotation {FAIL_ANNOTATION}: "apply")'
                 )
+            if plan.within is None:
+                await pods.running()
             try:
                 outputs = render_outputs(plan.outputs, plan.context, applied)
             except TemplateError as error:
                 raise PermanentError(f"the outputs cannot be rendered: {error}") from None
             if plan.within is not None and replicas and self.on_service_ready is not None:
                 await self.on_service_ready(plan, outputs)
+            await pods.ready()
         except DriverError as error:
             await set_phase(plan.instance_id, AllocationPhase.FAILED, str(error))
             raise
@@ -203,9 +244,11 @@ class SimulatedDriver:
             )
             await set_phase(plan.instance_id, AllocationPhase.FAILED, message)
             raise PermanentError(message)
+        await journal.stop_pods(plan.instance_id)
         if plan.within is not None:
             await self._phase(report, f"Waiting for {plural(len(row.objects), 'object')} to be deleted")
             await SimulatedAllocation.filter(instance_id=plan.instance_id).delete()
+            await journal.forget_owner(plan.instance_id)
             return
         await self._phase(report, f"Waiting for namespace {row.namespace} to terminate")
         async with in_transaction() as conn:
@@ -216,6 +259,7 @@ class SimulatedDriver:
                 .using_db(conn)
                 .delete()
             )
+        await journal.forget_namespace(row.namespace)
 
     async def observe(self, plan: Plan) -> Observed:
         rows = await SimulatedAllocation.filter(instance_id=plan.instance_id).values("phase", "message")
@@ -231,6 +275,16 @@ class SimulatedDriver:
     async def watch_drift(self, on_change: OnDrift, *, stop: asyncio.Event) -> None:
         """Nothing runs on the simulated cluster, so nothing drifts: waits until `stop` is set."""
         await stop.wait()
+
+    async def logs(self, query: LogQuery) -> AsyncIterator[LogLine]:
+        """The log of a simulated container (journal.py): its start command's lifecycle lines."""
+        async for line in journal.read_logs(query, poll=self.poll_seconds):
+            yield line
+
+    async def events(self, query: EventQuery) -> AsyncIterator[ClusterEvent]:
+        """The events the simulated cluster recorded for the query's owner (journal.py)."""
+        async for event in journal.read_events(query, poll=self.poll_seconds):
+            yield event
 
     async def check(self, gpu_resource_names: Mapping[str, str] | None = None) -> ClusterInfo:
         """The inventory's nodes, each GPU node's GPUs under its vendor's and model's resource name
