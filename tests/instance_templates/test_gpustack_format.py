@@ -6,7 +6,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpupaas.instance_templates.gpustack import Template, export_catalog, gpustack_path, parse_catalog
-from gpupaas.instance_templates.spec import PROTOCOLS, PULL_POLICIES, VENDORS, Port, ServiceSpec
+from gpupaas.instance_templates.spec import (
+    PROTOCOLS,
+    PULL_POLICIES,
+    VENDORS,
+    Port,
+    Resources,
+    ServiceSpec,
+    Storage,
+)
 
 text = st.text(st.characters(exclude_categories=("Cs", "Cc")), max_size=12) | st.sampled_from(
     ["", "0", "1.0", "true", "null", "~", "- x", "{{generated_token}}", "a: b", "#", "line\nbreak"]
@@ -40,13 +48,31 @@ specs = st.builds(
     env=st.lists(st.tuples(text, text), max_size=3).map(tuple),
     gpu_partition=st.none() | st.sampled_from(["nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb", "bad"]),
     image_pull_secret=st.none() | names,
+    storage=st.one_of(
+        st.just(Storage()),
+        st.builds(Storage, mode=st.just("EPHEMERAL"), size=st.none() | st.sampled_from(["10Gi", "lots"])),
+        st.builds(
+            Storage,
+            mode=st.just("NEW_VOLUME"),
+            size=st.none() | st.sampled_from(["50Gi", "1"]),
+            reclaim=st.sampled_from(["KEEP", "RELEASE"]),
+        ),
+        st.builds(Storage, mode=st.just("EXISTING_CLAIM"), claim_name=names),
+    ),
+    resources=st.builds(
+        Resources,
+        cpu_request=st.none() | st.sampled_from(["1", "500m", "2"]),
+        cpu_limit=st.none() | st.sampled_from(["1", "2", "4"]),
+        memory_request=st.none() | st.sampled_from(["1Gi", "8Gi"]),
+        memory_limit=st.none() | st.sampled_from(["1Gi", "16Gi"]),
+    ),
 )
 templates = st.builds(
     Template, name=names, display_name=st.none() | text.filter(bool), description=st.none() | text, spec=specs
 )
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)  # a loaded machine is slow, not wrong
 @given(st.lists(templates, max_size=4, unique_by=lambda t: t.name))
 def test_export_then_parse_gives_the_templates_back(written: list[Template]) -> None:
     entries = parse_catalog(export_catalog(written))

@@ -48,12 +48,20 @@ from gpupaas.provisioning.drivers.simulated.state import (
     WITHIN,
     admit_instance,
     admit_within,
+    keep_and_forget,
     set_phase,
     store,
 )
 from gpupaas.provisioning.inventory import Inventory
 from gpupaas.provisioning.models import AllocationPhase, SimulatedAllocation
-from gpupaas.provisioning.plan import DriverError, PermanentError, Plan, TemporaryError
+from gpupaas.provisioning.plan import (
+    RECLAIM_ANNOTATION,
+    RECLAIM_KEEP,
+    DriverError,
+    PermanentError,
+    Plan,
+    TemporaryError,
+)
 from gpupaas.provisioning.render.problems import TemplateError
 from gpupaas.provisioning.render.rendering import render_outputs
 from gpupaas.provisioning.render.schema import validate_manifest
@@ -204,8 +212,17 @@ class SimulatedDriver:
             await set_phase(plan.instance_id, AllocationPhase.FAILED, message)
             raise PermanentError(message)
         if plan.within is not None:
+            kept = [
+                manifest
+                for manifest in plan.manifests
+                if (manifest.get("metadata") or {}).get("annotations", {}).get(RECLAIM_ANNOTATION)
+                == RECLAIM_KEEP
+            ]
+            if kept:
+                names = ", ".join(str(m["metadata"]["name"]) for m in kept)
+                await report(f"Keeping {names} in namespace {plan.namespace} (reclaim Keep)")
             await self._phase(report, f"Waiting for {plural(len(row.objects), 'object')} to be deleted")
-            await SimulatedAllocation.filter(instance_id=plan.instance_id).delete()
+            await keep_and_forget(plan, kept)
             return
         await self._phase(report, f"Waiting for namespace {row.namespace} to terminate")
         async with in_transaction() as conn:
