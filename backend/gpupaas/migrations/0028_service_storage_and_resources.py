@@ -8,6 +8,7 @@ from tortoise.migrations import operations as ops
 
 
 class Migration(migrations.Migration):
+    # 0027_simulated_logs_and_events (the logs branch) lands first: point this at it then.
     dependencies = [("gpupaas", "0026_image_pull_secrets")]
 
     initial = False
