@@ -56,6 +56,8 @@ specs = st.builds(
             mode=st.just("NEW_VOLUME"),
             size=st.none() | st.sampled_from(["50Gi", "1"]),
             reclaim=st.sampled_from(["KEEP", "RELEASE"]),
+            claim_name=st.none() | names,
+            storage_class=st.none() | st.sampled_from(["standard", "fast-ssd"]),
         ),
         st.builds(Storage, mode=st.just("EXISTING_CLAIM"), claim_name=names),
     ),

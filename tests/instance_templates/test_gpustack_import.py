@@ -345,31 +345,32 @@ items:
     manufacturer: cpu
     spec:
       image: ubuntu:24.04
-      volume: {persistent: {capacity: 50Gi, reclaimPolicy: Retain}}
+      volume:
+        persistentTemplate: {name: kept-data, spec: {type: fast-ssd, capacity: 50Gi}, releaseWithInstance: false}
     x-gpupaas:
       resources: {cpuRequest: 500m, cpuLimit: "2"}
   - name: shared-data
     manufacturer: cpu
     spec:
       image: ubuntu:24.04
-      volume: {existingClaim: {claimName: datasets}}
+      volume: {persistent: {name: datasets}}
   - name: bad
     manufacturer: cpu
     spec:
       image: ubuntu:24.04
       resources: {cpu: lots}
-      volume: {persistent: {reclaimPolicy: Recycle}, ephemeral: {}}
+      volume: {persistentTemplate: {releaseWithInstance: "no"}, ephemeral: {}}
   - name: too-much
     manufacturer: cpu
     spec:
       image: ubuntu:24.04
-      volume: {persistent: {capacity: 10Gi}}
+      volume: {persistentTemplate: {name: data, spec: {type: standard, capacity: 10Gi}}}
     x-gpupaas:
       resources: {memoryRequest: 8Gi, memoryLimit: 4Gi}
 """
 STORAGE_FIELDS = """
 query($p: String!) { instanceTemplates(project: $p) { name
-  storage { mode size reclaim claimName } resources { cpuRequest cpuLimit memoryRequest memoryLimit } } }
+  storage { mode size reclaim claimName storageClass } resources { cpuRequest cpuLimit memoryRequest memoryLimit } } }
 """
 
 
@@ -385,7 +386,7 @@ async def test_cpu_ram_and_volume_are_read_and_written_back(db: object, gql: Gra
     ]
     bad = {p["field"]: p["message"] for p in payload["results"][3]["problems"]}
     assert set(bad) == {"items[3].spec.volume"}  # one kind of volume, then its fields are read
-    assert "not ephemeral and persistent" in bad["items[3].spec.volume"]
+    assert "not ephemeral and persistentTemplate" in bad["items[3].spec.volume"]
     too_much = {p["field"]: p["message"] for p in payload["results"][4]["problems"]}
     assert too_much == {
         "items[4].x-gpupaas.resources.memoryRequest": "must be at most the memory limit (8Gi requested, limit 4Gi)"
@@ -399,6 +400,7 @@ async def test_cpu_ram_and_volume_are_read_and_written_back(db: object, gql: Gra
         "size": "10Gi",
         "reclaim": "RELEASE",
         "claimName": None,
+        "storageClass": None,
     }
     assert rows["scratch"]["resources"] == {
         "cpuRequest": "4",
@@ -410,7 +412,8 @@ async def test_cpu_ram_and_volume_are_read_and_written_back(db: object, gql: Gra
         "mode": "NEW_VOLUME",
         "size": "50Gi",
         "reclaim": "KEEP",
-        "claimName": None,
+        "claimName": "kept-data",
+        "storageClass": "fast-ssd",
     }
     assert rows["kept"]["resources"] == {
         "cpuRequest": "500m",
@@ -426,7 +429,11 @@ async def test_cpu_ram_and_volume_are_read_and_written_back(db: object, gql: Gra
         )
     )["exportInstanceTemplates"]
     assert "volume:\n      ephemeral:\n        capacity: 10Gi" in exported
-    assert "reclaimPolicy: Retain" in exported and "claimName: datasets" in exported
+    assert (
+        "persistentTemplate:\n        name: kept-data\n        spec:\n          type: fast-ssd\n"
+        "          capacity: 50Gi\n        releaseWithInstance: false"
+    ) in exported
+    assert "persistent:\n        name: datasets" in exported
     assert "cpu: '4'" in exported and "ram: 32Gi" in exported
     assert "x-gpupaas:\n    resources:\n      cpuRequest: 500m\n      cpuLimit: '2'" in exported
     again = await _import(gql, alice.token, exported)

@@ -381,7 +381,13 @@ def test_the_json_form_uses_the_apis_field_names() -> None:
         "env": [{"key": "A", "value": "1"}, {"key": "B", "value": ""}],
         "gpuPartition": None,
         "imagePullSecret": None,
-        "storage": {"mode": "NEW_VOLUME", "size": "50Gi", "reclaim": "KEEP", "claimName": None},
+        "storage": {
+            "mode": "NEW_VOLUME",
+            "size": "50Gi",
+            "reclaim": "KEEP",
+            "claimName": None,
+            "storageClass": None,
+        },
         "resources": {"cpuRequest": "2", "cpuLimit": "4", "memoryRequest": None, "memoryLimit": "16Gi"},
     }
 
@@ -504,7 +510,14 @@ def test_malformed_json_names_the_field(case: str, data: Any, message: str) -> N
         ),
         (Storage(mode="EXISTING_CLAIM", claim_name="Data_1"), ("storage", "claimName"), "lowercase"),
         (Storage(mode="EXISTING_CLAIM", claim_name="data", size="1Gi"), ("storage", "size"), "its own size"),
-        (Storage(mode="NEW_VOLUME", claim_name="data"), ("storage", "claimName"), "only EXISTING_CLAIM"),
+        (Storage(mode="EPHEMERAL", claim_name="data"), ("storage", "claimName"), "is no claim"),
+        (Storage(mode="NEW_VOLUME", claim_name="Data_1"), ("storage", "claimName"), "lowercase"),
+        (Storage(mode="NEW_VOLUME", storage_class="Fast SSD"), ("storage", "storageClass"), "lowercase"),
+        (
+            Storage(mode="EXISTING_CLAIM", claim_name="data", storage_class="fast"),
+            ("storage", "storageClass"),
+            "only a NEW_VOLUME is created with a storage class",
+        ),
     ],
 )
 def test_storage_problems_name_the_field(storage: Storage, path: tuple[str, ...], words: str) -> None:

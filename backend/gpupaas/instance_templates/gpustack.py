@@ -96,9 +96,7 @@ _RESOURCE_KEYS = (
 _EXTENSION_KEYS: tuple[str, ...] = ("resources",)
 _EXTENSION_RESOURCE_KEYS = ("cpuRequest", "cpuLimit", "memoryRequest", "memoryLimit")
 # GPUStack's `volume`: one of these, each a mapping.
-_VOLUME_KINDS = ("ephemeral", "persistent", "existingClaim")
-_RECLAIM_POLICIES = {"Retain": "KEEP", "Delete": "RELEASE"}
-_RECLAIM_NAMES = {policy: name for name, policy in _RECLAIM_POLICIES.items()}
+_VOLUME_KINDS = ("ephemeral", "persistent", "persistentTemplate")
 
 # GPUStack's fields that gpupaas cannot honour yet, and why: refused by name, never dropped.
 UNSUPPORTED: dict[str, str] = {
@@ -308,14 +306,17 @@ def _resources(reader: _Reader, resources: Mapping[str, Any], extension: Mapping
 
 
 def _volume(reader: _Reader, spec: Mapping[str, Any]) -> Storage:
-    """GPUStack's `volume`: `ephemeral: {capacity}` (EPHEMERAL), `persistent: {capacity,
-    reclaimPolicy: Retain | Delete}` (NEW_VOLUME, kept or released on delete) or `existingClaim:
-    {claimName}` (EXISTING_CLAIM); none: a new volume of the GPUs' share, released on delete."""
+    """GPUStack's `volume` (its GPUInstanceVolume), one of: `ephemeral: {capacity}` (EPHEMERAL; no
+    capacity: no size limit), `persistent: {name}` (a volume that exists: EXISTING_CLAIM of the
+    claim of that name in the compute instance's namespace), or `persistentTemplate: {name, spec:
+    {type, capacity}, releaseWithInstance}` (a volume made with the service: NEW_VOLUME, the claim
+    named `name`, of storage class `type`, released on delete unless releaseWithInstance is false,
+    when it is kept). No volume: a new volume of the GPUs' share, released on delete."""
     volume = reader.mapping(spec, "volume", "spec")
     if not volume:
         return Storage()
     reader.keys(volume, _VOLUME_KINDS, "spec.volume")
-    kinds = [kind for kind in _VOLUME_KINDS if kind in volume]
+    kinds = [kind for kind in _VOLUME_KINDS if volume.get(kind) is not None]
     if len(kinds) != 1:
         if kinds:
             reader.add(
@@ -329,18 +330,22 @@ def _volume(reader: _Reader, spec: Mapping[str, Any]) -> Storage:
         reader.keys(body, ("capacity",), path)
         return Storage(mode="EPHEMERAL", size=reader.text(body, "capacity", path))
     if kind == "persistent":
-        reader.keys(body, ("capacity", "reclaimPolicy"), path)
-        policy = reader.text(body, "reclaimPolicy", path) or "Delete"
-        reclaim = _RECLAIM_POLICIES.get(policy)
-        if reclaim is None:
-            reader.add(f"{path}.reclaimPolicy", f'must be Retain or Delete (not "{policy}")')
-        return Storage(
-            mode="NEW_VOLUME",
-            size=reader.text(body, "capacity", path),
-            reclaim="KEEP" if reclaim == "KEEP" else "RELEASE",
-        )
-    reader.keys(body, ("claimName",), path)
-    return Storage(mode="EXISTING_CLAIM", claim_name=reader.text(body, "claimName", path, required=True))
+        reader.keys(body, ("name",), path)
+        return Storage(mode="EXISTING_CLAIM", claim_name=reader.text(body, "name", path, required=True))
+    reader.keys(body, ("name", "spec", "releaseWithInstance"), path)
+    volume_spec = reader.mapping(body, "spec", path)
+    reader.keys(volume_spec, ("type", "capacity"), f"{path}.spec")
+    release = body.get("releaseWithInstance", True)
+    if not isinstance(release, bool):
+        reader.add(f"{path}.releaseWithInstance", f"must be true or false, not {_kind(release)}")
+        release = True
+    return Storage(
+        mode="NEW_VOLUME",
+        size=reader.text(volume_spec, "capacity", f"{path}.spec"),
+        reclaim="RELEASE" if release else "KEEP",
+        claim_name=reader.text(body, "name", path),
+        storage_class=reader.text(volume_spec, "type", f"{path}.spec"),
+    )
 
 
 _PROFILE = re.compile(r"(?:nvidia\.com/)?(?:mig-)?([0-9]+g\.[0-9]+gb)")
@@ -502,9 +507,11 @@ _FIELD_PATHS = {
 }
 _STORAGE_PATHS = {
     ("EPHEMERAL", "size"): "spec.volume.ephemeral.capacity",
-    ("NEW_VOLUME", "size"): "spec.volume.persistent.capacity",
-    ("NEW_VOLUME", "reclaim"): "spec.volume.persistent.reclaimPolicy",
-    ("EXISTING_CLAIM", "claimName"): "spec.volume.existingClaim.claimName",
+    ("NEW_VOLUME", "size"): "spec.volume.persistentTemplate.spec.capacity",
+    ("NEW_VOLUME", "reclaim"): "spec.volume.persistentTemplate.releaseWithInstance",
+    ("NEW_VOLUME", "claimName"): "spec.volume.persistentTemplate.name",
+    ("NEW_VOLUME", "storageClass"): "spec.volume.persistentTemplate.spec.type",
+    ("EXISTING_CLAIM", "claimName"): "spec.volume.persistent.name",
 }
 
 
@@ -610,10 +617,17 @@ def _volume_item(storage: Storage) -> dict[str, Any] | None:
     if storage.mode == "EPHEMERAL":
         return {"ephemeral": {"capacity": storage.size} if storage.size else {}}
     if storage.mode == "EXISTING_CLAIM":
-        return {"existingClaim": {"claimName": storage.claim_name}}
-    persistent: dict[str, Any] = {"capacity": storage.size} if storage.size else {}
-    persistent["reclaimPolicy"] = _RECLAIM_NAMES[storage.reclaim]
-    return {"persistent": persistent}
+        return {"persistent": {"name": storage.claim_name}}
+    template: dict[str, Any] = {}
+    if storage.claim_name:
+        template["name"] = storage.claim_name
+    volume_spec = {
+        key: value for key, value in (("type", storage.storage_class), ("capacity", storage.size)) if value
+    }
+    if volume_spec:
+        template["spec"] = volume_spec
+    template["releaseWithInstance"] = storage.reclaim == "RELEASE"
+    return {"persistentTemplate": template}
 
 
 def export_catalog(templates: Sequence[Template]) -> str:

@@ -86,7 +86,7 @@ class ContainerPortInput:
 @strawberry.enum(
     description="Where a service's workspace (at its mount path) lives. EPHEMERAL: an emptyDir on the "
     "node, gone at every stop, restart or move. NEW_VOLUME: a PersistentVolumeClaim of its own "
-    "(<name>-workspace). EXISTING_CLAIM: a PersistentVolumeClaim the compute instance's namespace "
+    "(<name>-workspace, or its claimName). EXISTING_CLAIM: a PersistentVolumeClaim the compute instance's namespace "
     "already has (its volumeClaims), by name; never created nor deleted by the service."
 )
 class StorageMode(Enum):
@@ -113,7 +113,13 @@ class ServiceStorage:
         "NEW_VOLUME the GPUs' share of the compute instance's storage, for EPHEMERAL no limit."
     )
     reclaim: ReclaimPolicy
-    claim_name: str | None = strawberry.field(description="The claim an EXISTING_CLAIM mounts.")
+    claim_name: str | None = strawberry.field(
+        description="The claim an EXISTING_CLAIM mounts, or the name of the claim a NEW_VOLUME creates "
+        "(null: <name>-workspace)."
+    )
+    storage_class: str | None = strawberry.field(
+        description="A NEW_VOLUME's storage class. Null: the cluster's default."
+    )
 
     @classmethod
     def of(cls, storage: Storage) -> ServiceStorage:
@@ -122,6 +128,7 @@ class ServiceStorage:
             size=storage.size,
             reclaim=ReclaimPolicy(storage.reclaim),
             claim_name=storage.claim_name,
+            storage_class=storage.storage_class,
         )
 
 
@@ -130,7 +137,14 @@ class ServiceStorageInput:
     mode: StorageMode | None = strawberry.field(default=None, description="Defaults to NEW_VOLUME.")
     size: str | None = None
     reclaim: ReclaimPolicy | None = strawberry.field(default=None, description="Defaults to RELEASE.")
-    claim_name: str | None = None
+    claim_name: str | None = strawberry.field(
+        default=None,
+        description="EXISTING_CLAIM: the claim of the namespace to mount (required). NEW_VOLUME: the "
+        "new claim's name (null: <name>-workspace).",
+    )
+    storage_class: str | None = strawberry.field(
+        default=None, description="NEW_VOLUME only: the new claim's storage class (null: the default)."
+    )
 
     def to_service(self) -> Storage:
         return Storage(
@@ -138,6 +152,7 @@ class ServiceStorageInput:
             size=(self.size or "").strip() or None,
             reclaim=(self.reclaim or ReclaimPolicy.RELEASE).value,
             claim_name=(self.claim_name or "").strip() or None,
+            storage_class=(self.storage_class or "").strip() or None,
         )
 
 

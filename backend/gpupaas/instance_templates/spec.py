@@ -9,8 +9,10 @@ passes always makes a workload the API server takes.
 Storage (`Storage`): where the workspace at the mount path lives. EPHEMERAL: an emptyDir on the node,
 gone when the pod goes (stop, restart, a new node); with a size, its sizeLimit, added to the
 container's ephemeral-storage requests and limits so that the namespace's quota counts it.
-NEW_VOLUME (the default): a PersistentVolumeClaim of its own, which a delete removes (reclaim
-RELEASE, the default) or leaves in the namespace for later services (KEEP). EXISTING_CLAIM: a
+NEW_VOLUME (the default): a PersistentVolumeClaim of its own (`<service>-workspace`, or the
+`claim_name` given; of the cluster's default storage class, or the `storage_class` given), which a
+delete removes (reclaim RELEASE, the default) or leaves in the namespace for later services
+(KEEP). EXISTING_CLAIM: a
 claim the compute instance's namespace already has, by name, never created nor deleted by the
 service. Resources (`Resources`): the container's CPU and memory requests and limits; what is left
 out follows the GPUs' share of the compute instance (service_instances/sizing.py).
@@ -121,13 +123,17 @@ class Port:
 @dataclass(frozen=True)
 class Storage:
     """Where the workspace lives (see the module's docstring). `size` None: for NEW_VOLUME the
-    GPUs' share of the compute instance's storage, for EPHEMERAL no limit; `claim_name` only for
-    EXISTING_CLAIM; `reclaim` only matters for NEW_VOLUME."""
+    GPUs' share of the compute instance's storage, for EPHEMERAL no limit; `claim_name` and
+    `storage_class` not for EPHEMERAL; `reclaim` only matters for NEW_VOLUME."""
 
     mode: StorageMode = "NEW_VOLUME"
     size: str | None = None
     reclaim: ReclaimPolicy = "RELEASE"
+    # EXISTING_CLAIM: the claim it mounts; NEW_VOLUME: the name of the claim it creates (None:
+    # `<service>-workspace`).
     claim_name: str | None = None
+    # NEW_VOLUME only: the claim's storage class (None: the cluster's default).
+    storage_class: str | None = None
 
 
 @dataclass(frozen=True)
@@ -374,9 +380,39 @@ def _check_storage(storage: Storage, problems: list[tuple[Path, str]]) -> None:
                 placeholders_ok=False,
             )
     elif storage.claim_name is not None:
-        problems.append(
-            (("storage", "claimName"), f"only EXISTING_CLAIM names a claim (mode is {storage.mode})")
-        )
+        if storage.mode == "EPHEMERAL":
+            problems.append(
+                (
+                    ("storage", "claimName"),
+                    "an EPHEMERAL workspace is no claim: leave claimName out (null), or choose "
+                    "NEW_VOLUME or EXISTING_CLAIM",
+                )
+            )
+        else:
+            _text_field(
+                problems,
+                ("storage", "claimName"),
+                storage.claim_name,
+                validation.dns_subdomain(storage.claim_name),
+                placeholders_ok=False,
+            )
+    if storage.storage_class is not None:
+        if storage.mode != "NEW_VOLUME":
+            problems.append(
+                (
+                    ("storage", "storageClass"),
+                    f"only a NEW_VOLUME is created with a storage class (mode is {storage.mode}): "
+                    "leave storageClass out (null)",
+                )
+            )
+        else:
+            _text_field(
+                problems,
+                ("storage", "storageClass"),
+                storage.storage_class,
+                validation.dns_subdomain(storage.storage_class),
+                placeholders_ok=False,
+            )
 
 
 def _check_resources(resources: Resources, problems: list[tuple[Path, str]]) -> None:
@@ -504,6 +540,7 @@ def storage_to_json(storage: Storage) -> dict[str, Any]:
         "size": storage.size,
         "reclaim": storage.reclaim,
         "claimName": storage.claim_name,
+        "storageClass": storage.storage_class,
     }
 
 
@@ -527,6 +564,7 @@ def storage_from_json(data: Mapping[str, Any] | None, path: Path = ("storage",))
         size=_get(data, "size", path, str, None) or None,
         reclaim=_get(data, "reclaim", path, str, "RELEASE"),
         claim_name=_get(data, "claimName", path, str, None) or None,
+        storage_class=_get(data, "storageClass", path, str, None) or None,
     )
 
 

@@ -5,7 +5,8 @@ Up to four objects, applied in this order (`build_objects`):
 
 1. The workspace, mounted at the spec's mount path, as its storage mode says (spec.Storage). By
    default (NEW_VOLUME) a PersistentVolumeClaim `<name>-workspace` of its own
-   (`build_workspace_volume`), because a service instance is stopped and started again: notebooks,
+   (`build_workspace_volume`; or the claim name and storage class its storage gives), because a
+   service instance is stopped and started again: notebooks,
    checkpoints and downloaded models must survive that, and survive the pod moving to another
    node. It counts against the compute instance's `requests.storage` quota. Deleting the service
    instance deletes the claim, unless its reclaim is KEEP: the claim then carries the annotation
@@ -130,9 +131,10 @@ _DNS_1035_LABEL = re.compile(validation.DNS_1035_LABEL_PATTERN, re.ASCII)
 # ---------------------------------------------------------------------------------------- names
 
 
-def workspace_claim_name(name: str) -> str:
-    """The PersistentVolumeClaim of the workspace: ``<name>-workspace``."""
-    return f"{name}-workspace"
+def workspace_claim_name(name: str, claim_name: str | None = None) -> str:
+    """The PersistentVolumeClaim of the workspace: ``<name>-workspace``, or the name its storage
+    gives (`claim_name`, a NEW_VOLUME's)."""
+    return claim_name or f"{name}-workspace"
 
 
 def service_name(name: str) -> str:
@@ -207,9 +209,11 @@ def build_workspace_volume(
     storage_class: str | None = None,
     labels: Mapping[str, str] = _NO_LABELS,
     keep: bool = False,
+    claim_name: str | None = None,
 ) -> dict[str, Any]:
     """The workspace's PersistentVolumeClaim (ReadWriteOnce; the cluster's default storage class
-    unless `storage_class` names one); `keep`: left in the namespace when the service is deleted."""
+    unless `storage_class` names one), named `claim_name` or `<name>-workspace`; `keep`: left in
+    the namespace when the service is deleted."""
     _check_identity(name, namespace, instance_id, compute_instance_id)
     problem = quantities.memory_quantity(size, allow_zero=False)
     if problem is not None:
@@ -220,8 +224,10 @@ def build_workspace_volume(
     }
     if storage_class is not None:
         spec["storageClassName"] = storage_class
+    if claim_name is not None and (problem := validation.dns_subdomain(claim_name)) is not None:
+        raise ValueError(f"claim name {claim_name!r} {problem}")
     metadata = _metadata(
-        workspace_claim_name(name),
+        workspace_claim_name(name, claim_name),
         namespace,
         identity_labels(
             name=name, instance_id=instance_id, compute_instance_id=compute_instance_id, labels=labels
@@ -355,7 +361,10 @@ def _workspace_volume(spec: ServiceSpec, name: str) -> dict[str, Any]:
         if not storage.claim_name:
             raise ValueError("an EXISTING_CLAIM workspace needs the claim's name")
         return {"name": WORKSPACE_VOLUME, "persistentVolumeClaim": {"claimName": storage.claim_name}}
-    return {"name": WORKSPACE_VOLUME, "persistentVolumeClaim": {"claimName": workspace_claim_name(name)}}
+    return {
+        "name": WORKSPACE_VOLUME,
+        "persistentVolumeClaim": {"claimName": workspace_claim_name(name, storage.claim_name)},
+    }
 
 
 def _container(
@@ -607,9 +616,10 @@ def build_objects(
                 instance_id=instance_id,
                 compute_instance_id=compute_instance_id,
                 size=spec.storage.size or workspace_size,
-                storage_class=storage_class,
+                storage_class=spec.storage.storage_class or storage_class,
                 labels=labels,
                 keep=spec.storage.reclaim == "KEEP",
+                claim_name=spec.storage.claim_name,
             )
         ]
         if spec.storage.mode == "NEW_VOLUME"
