@@ -86,8 +86,8 @@ class ContainerPortInput:
 @strawberry.enum(
     description="Where a service's workspace (at its mount path) lives. EPHEMERAL: an emptyDir on the "
     "node, gone at every stop, restart or move. NEW_VOLUME: a PersistentVolumeClaim of its own "
-    "(<name>-workspace, or its claimName). EXISTING_CLAIM: a PersistentVolumeClaim the compute instance's namespace "
-    "already has (its volumeClaims), by name; never created nor deleted by the service."
+    "(<name>-workspace, or its claimName). EXISTING_CLAIM: a PersistentVolumeClaim the compute "
+    "instance's namespace already has (its volumeClaims), by name; never created nor deleted by the service."
 )
 class StorageMode(Enum):
     EPHEMERAL = "EPHEMERAL"
