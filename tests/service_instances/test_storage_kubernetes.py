@@ -8,10 +8,13 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 
+import time
+
 import pytest
 
 from gpupaas.instance_templates.builtins import builtin_instance_template
-from gpupaas.instance_templates.spec import Storage
+from gpupaas.instance_templates.spec import Resources, Storage
+from gpupaas.provisioning.drivers.k8s_manifests.pods import Graces
 from gpupaas.provisioning.drivers.base import Observed, Phase
 from gpupaas.provisioning.drivers.kubernetes.driver import KubernetesDriver
 from gpupaas.provisioning.plan import PermanentError, Plan
@@ -33,13 +36,20 @@ from tests.service_instances.test_service_kubernetes import (
 )
 
 
-def plan_with(storage: Storage, *, service_id: str = SERVICE_ID, name: str = "notebook") -> Plan:
+def plan_with(
+    storage: Storage,
+    *,
+    service_id: str = SERVICE_ID,
+    name: str = "notebook",
+    resources: Resources | None = None,
+) -> Plan:
     builtin = builtin_instance_template("jupyterlab-pytorch")
     assert builtin is not None
+    spec = replace(builtin.spec, storage=storage)
     return build_service_plan(
         service_id=service_id,
         name=name,
-        spec=replace(builtin.spec, storage=storage),
+        spec=spec if resources is None else replace(spec, resources=resources),
         generated={"generated_token": TOKEN},
         gpu_count=1,
         compute_id=COMPUTE_ID,
@@ -128,3 +138,29 @@ async def test_a_claim_over_the_quota_fails_at_once_with_the_api_servers_words(
     # when another service asks for 50Gi / then the run fails with the API server's refusal
     with pytest.raises(PermanentError, match=r"exceeded quota: compute, requested: requests.storage=50Gi"):
         await driver.apply(plan_with(Storage(size="50Gi"), service_id=OTHER_SERVICE_ID, name="lab"))
+
+
+async def test_pods_over_the_quota_fail_the_service_at_once_with_the_api_servers_words(
+    fake_kube: FakeKube,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    # given a driver with the settings' patience (a compute instance's pods the quota refuses are
+    # waited for 300 s), and a service whose CPU request the compute instance's quota (8) cannot hold
+    patient = new_driver(
+        fake_kube.kubeconfig(tmp_path / "kubeconfig").read_text(encoding="utf-8"),
+        readiness_timeout=60.0,
+        graces=Graces(),
+    )
+    try:
+        await patient.apply(compute_plan())
+        greedy = plan_with(Storage(size="10Gi"), resources=Resources(cpu_request="6", cpu_limit="12"))
+        # when it is applied / then the run fails at once, with the API server's refusal of its pod
+        started = time.monotonic()
+        with pytest.raises(PermanentError) as failure:
+            await patient.apply(greedy)
+        assert time.monotonic() - started < 20
+        message = str(failure.value)
+        assert "is forbidden: exceeded quota: compute" in message, message
+        assert "requested: limits.cpu=12" in message and "limited: limits.cpu=8" in message, message
+    finally:
+        await patient.close()
