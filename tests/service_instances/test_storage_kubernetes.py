@@ -4,18 +4,17 @@ it, and a claim over the quota fails the run with the API server's message."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
-
-import time
 
 import pytest
 
 from gpupaas.instance_templates.builtins import builtin_instance_template
 from gpupaas.instance_templates.spec import Resources, Storage
-from gpupaas.provisioning.drivers.k8s_manifests.pods import Graces
 from gpupaas.provisioning.drivers.base import Observed, Phase
+from gpupaas.provisioning.drivers.k8s_manifests.pods import Graces
 from gpupaas.provisioning.drivers.kubernetes.driver import KubernetesDriver
 from gpupaas.provisioning.plan import PermanentError, Plan
 from gpupaas.provisioning.render.schema import validate_manifest
