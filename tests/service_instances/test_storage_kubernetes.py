@@ -86,6 +86,8 @@ async def test_a_kept_volume_outlives_its_service_and_another_mounts_it(
     # given a service with a volume kept on delete, running
     kept = plan_with(Storage(size="30Gi", reclaim="KEEP"))
     await driver.apply(kept)
+    (claim_used,) = (await driver.namespace_usage(NAMESPACE)).claims
+    assert (claim_used.service_id, claim_used.keep, claim_used.phase) == (SERVICE_ID, True, "Bound")
     claim = fake_kube.get("v1", "PersistentVolumeClaim", "notebook-workspace", NAMESPACE)
     assert claim is not None
     uid = claim["metadata"]["uid"]
@@ -99,6 +101,14 @@ async def test_a_kept_volume_outlives_its_service_and_another_mounts_it(
     assert claim["metadata"]["annotations"]["gpupaas.io/kept-from"] == "notebook"
     assert "gpupaas.io/reclaim" not in claim["metadata"]["annotations"]
     assert await driver.observe(kept) == Observed(Phase.ABSENT)
+    # and the namespace's usage, as the API server has it, shows the claim kept and counted
+    usage = await driver.namespace_usage(NAMESPACE)
+    assert [(c.name, c.size, c.service_id, c.kept_from, c.keep) for c in usage.claims] == [
+        ("notebook-workspace", "30Gi", None, "notebook", False)
+    ]
+    (quota,) = usage.quotas
+    uses = {use.resource: (use.used, use.hard) for use in quota.uses}
+    assert uses["requests.storage"] == ("30Gi", "100Gi") and uses["requests.cpu"][0] == "0"
     # and another service mounts it as an existing claim
     other = plan_with(
         Storage(mode="EXISTING_CLAIM", claim_name="notebook-workspace"),
@@ -114,6 +124,11 @@ async def test_a_kept_volume_outlives_its_service_and_another_mounts_it(
     # deleting that one leaves the claim, which it never owned
     await driver.destroy(other)
     assert fake_kube.get("v1", "PersistentVolumeClaim", "notebook-workspace", NAMESPACE) is not None
+
+
+async def test_a_namespace_that_is_not_there_has_no_usage(driver: KubernetesDriver) -> None:
+    usage = await driver.namespace_usage("ml-nowhere-00000000")
+    assert (usage.quotas, usage.claims) == ((), ())
 
 
 async def test_a_released_volume_goes_with_its_service(

@@ -33,12 +33,14 @@ from gpupaas.core import gpu_resources
 from gpupaas.provisioning.drivers.base import (
     Applied,
     ClusterInfo,
+    NamespaceUsage,
     NodeInfo,
     ObjectRef,
     Observed,
     OnDrift,
     Phase,
     Progress,
+    namespace_usage_of,
 )
 from gpupaas.provisioning.drivers.simulated.admission import Request
 from gpupaas.provisioning.drivers.simulated.failures import FAIL_ANNOTATION, FAIL_TIMES_ANNOTATION, Failures
@@ -49,6 +51,7 @@ from gpupaas.provisioning.drivers.simulated.state import (
     admit_instance,
     admit_within,
     keep_and_forget,
+    namespace_objects,
     set_phase,
     store,
 )
@@ -270,6 +273,9 @@ class SimulatedDriver:
             for node in self.inventory.nodes
         )
         return ClusterInfo(server_version="simulated", nodes=nodes)
+
+    async def namespace_usage(self, namespace: str) -> NamespaceUsage:
+        return namespace_usage_of(await namespace_objects(namespace))
 
     async def close(self) -> None:
         """The simulation lives in the database: nothing to release."""

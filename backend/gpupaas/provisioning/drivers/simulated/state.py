@@ -261,6 +261,13 @@ async def refresh_quotas(conn: BaseDBAsyncClient, namespace: str) -> None:
         await parent.save(using_db=conn, update_fields=["objects", "updated_at"])
 
 
+async def namespace_objects(namespace: str) -> list[dict[str, Any]]:
+    """Everything a compute instance's namespace holds: its own objects (the quota, with the
+    `status.used` refresh_quotas keeps) and its services' and kept claims'."""
+    rows = await SimulatedAllocation.filter(namespace=namespace).all()
+    return [copy.deepcopy(obj) for row in rows for obj in row.objects]
+
+
 async def keep_and_forget(plan: Plan, keep: list[dict[str, Any]]) -> None:
     """A service's row deleted (its objects gone with it), but the objects of `keep` (its claims
     with reclaim Keep) left in its namespace: without its owner label, on rows of their own."""
