@@ -26,7 +26,8 @@ from tests.factories import Person, make_instance, make_profile, make_project, m
 
 FIELDS = """
 id name displayName command gpuCount status editRefusal connect { port url }
-storage { mode size reclaim claimName } resources { cpuRequest cpuLimit memoryRequest memoryLimit }
+storage { mode size reclaim claimName storageClass }
+resources { cpuRequest cpuLimit memoryRequest memoryLimit }
 """
 CREATE = (
     "mutation($input: CreateServiceInstanceInput!) { createServiceInstance(input: $input) {"
@@ -106,7 +107,13 @@ async def test_a_service_chooses_its_storage_and_resources(gql: GraphQLClient, w
     )
     assert payload["userErrors"] == []
     service = payload["serviceInstance"]
-    assert service["storage"] == {"mode": "NEW_VOLUME", "size": "120Gi", "reclaim": "KEEP", "claimName": None}
+    assert service["storage"] == {
+        "mode": "NEW_VOLUME",
+        "size": "120Gi",
+        "reclaim": "KEEP",
+        "claimName": None,
+        "storageClass": None,
+    }
     assert service["resources"] == {
         "cpuRequest": "2",
         "cpuLimit": "4",
@@ -124,7 +131,13 @@ async def test_a_service_chooses_its_storage_and_resources(gql: GraphQLClient, w
 
 async def test_by_default_the_share_of_the_compute_instance(gql: GraphQLClient, world: World) -> None:
     service = (await create(gql, world, gpuCount=1))["serviceInstance"]
-    assert service["storage"] == {"mode": "NEW_VOLUME", "size": None, "reclaim": "RELEASE", "claimName": None}
+    assert service["storage"] == {
+        "mode": "NEW_VOLUME",
+        "size": None,
+        "reclaim": "RELEASE",
+        "claimName": None,
+        "storageClass": None,
+    }
     objects = await manifests(service["id"])
     # one of two GPUs: half of the instance's CPU, memory and storage
     assert objects["PersistentVolumeClaim"]["spec"]["resources"]["requests"]["storage"] == "100Gi"
@@ -315,9 +328,49 @@ async def test_a_volume_that_exists_keeps_its_mode_and_size(gql: GraphQLClient, 
     assert "its data would be lost" in errors(refused)["input.storage.mode"][1]
     refused = await update(gql, world.bob.token, id=service["id"], storage={"size": "80Gi"})
     assert errors(refused)["input.storage.size"][0] == "IMMUTABLE"
+    refused = await update(
+        gql, world.bob.token, id=service["id"], storage={"size": "40Gi", "claimName": "elsewhere"}
+    )
+    assert errors(refused)["input.storage.claimName"] == (
+        "IMMUTABLE",
+        "its volume exists already (claim named after the service): another name would be a new, "
+        "empty volume; leave claimName as it is",
+    )
+    refused = await update(
+        gql, world.bob.token, id=service["id"], storage={"size": "40Gi", "storageClass": "fast"}
+    )
+    assert errors(refused)["input.storage.storageClass"][0] == "IMMUTABLE"
     # reclaim may change
     kept = await update(gql, world.bob.token, id=service["id"], storage={"size": "40Gi", "reclaim": "KEEP"})
     assert kept["userErrors"] == [] and kept["serviceInstance"]["storage"]["reclaim"] == "KEEP"
+
+
+async def test_a_new_volume_may_name_its_claim_and_class_but_not_take_another_s(
+    gql: GraphQLClient, world: World
+) -> None:
+    # given a service whose new volume is claim "data" of class fast-ssd
+    storage = {"mode": "NEW_VOLUME", "size": "10Gi", "claimName": "data", "storageClass": "fast-ssd"}
+    first = await create(gql, world, name="a", storage=storage, start=False)
+    assert first["userErrors"] == []
+    claim = (await manifests(first["serviceInstance"]["id"]))["PersistentVolumeClaim"]
+    assert claim["metadata"]["name"] == "data" and claim["spec"]["storageClassName"] == "fast-ssd"
+    # and a service with the default claim (d-workspace), and one mounting the existing claim "shared"
+    assert (await create(gql, world, name="d", start=False))["userErrors"] == []
+    existing = {"mode": "EXISTING_CLAIM", "claimName": "shared"}
+    assert (await create(gql, world, name="x", storage=existing, start=False))["userErrors"] == []
+    # when another service's new volume would be one of those claims / then it is refused at claimName
+    for claim_name, holder in (("data", "a"), ("d-workspace", "d"), ("shared", "x")):
+        taken = await create(gql, world, name="b", storage={**storage, "claimName": claim_name})
+        assert errors(taken) == {
+            "input.storage.claimName": (
+                "TAKEN",
+                f'claim "{claim_name}" is already the workspace of service instance "{holder}" in '
+                'compute instance "box": give the new volume another name (claimName)',
+            )
+        }
+    # and its own edit keeps its name (the check leaves itself out)
+    again = await update(gql, world.bob.token, id=first["serviceInstance"]["id"], storage=storage)
+    assert again["userErrors"] == []
 
 
 async def test_edits_are_checked_as_at_creation(gql: GraphQLClient, world: World) -> None:

@@ -68,6 +68,7 @@ from gpupaas.runs.states import RunAction
 from gpupaas.service_instances import sizing, states
 from gpupaas.service_instances.connect import ConnectLink, connect_links
 from gpupaas.service_instances.models import ServiceInstance
+from gpupaas.service_instances.podspec import workspace_claim_name
 from gpupaas.service_instances.run_kind import SERVICES, generated_values, plan_of
 from gpupaas.service_instances.states import Request, ServiceStatus
 
@@ -424,6 +425,36 @@ def _check_spec_in(problems: Collector, spec: ServiceSpec, instance: ComputeInst
             problems.add(("input", *path), message, ErrorCode.QUOTA_EXCEEDED)
 
 
+def _claim_of(name: str, storage: Storage) -> str | None:
+    """The claim a service's workspace is (NEW_VOLUME: its own; EXISTING_CLAIM: the one it mounts)."""
+    if storage.mode == "NEW_VOLUME":
+        return workspace_claim_name(name, storage.claim_name)
+    return storage.claim_name if storage.mode == "EXISTING_CLAIM" else None
+
+
+async def _check_claim_free(
+    problems: Collector, spec: ServiceSpec, instance: ComputeInstance, name: str, besides: Any = None
+) -> None:
+    """A NEW_VOLUME's claim must be a name no other service instance of the compute instance uses
+    (as its own volume or as the claim it mounts): applying it would take that claim over, and
+    deleting it would delete another's workspace."""
+    wanted = _claim_of(name, spec.storage) if spec.storage.mode == "NEW_VOLUME" else None
+    if wanted is None:
+        return
+    others = ServiceInstance.filter(compute_instance_id=instance.id)
+    if besides is not None:
+        others = others.exclude(id=besides)
+    for other in await others.order_by("name"):
+        if _claim_of(other.name, other.spec_model().storage) == wanted:
+            problems.add(
+                ("input", "storage", "claimName"),
+                f'claim "{wanted}" is already the workspace of service instance "{other.name}" in '
+                f'compute instance "{instance.name}": give the new volume another name (claimName)',
+                ErrorCode.TAKEN,
+            )
+            return
+
+
 def _undeployed(instance: ComputeInstance, what: str) -> str | None:
     if instance.status == DeploymentStatus.SUCCESS:
         return None
@@ -528,6 +559,7 @@ async def create_service(actor: Actor, data: ServiceIn, *, secret_key: str) -> S
         changes["resources"] = data.resources
     spec = replace(spec, **changes)
     _check_spec_in(problems, spec, instance)
+    await _check_claim_free(problems, spec, instance, name)
     gpu_count = data.gpu_count if data.gpu_count is not None else (0 if spec.vendor == "CPU" else 1)
     _check_gpu_count(problems, spec, instance, gpu_count)
     await _check_partition(problems, spec, instance, gpu_count)
@@ -634,6 +666,17 @@ def _storage_change_problem(before: Storage, after: Storage, has_run: bool) -> t
             f"its volume exists already ({before.size or 'the default size'}): its size cannot change; "
             "leave size as it is",
         )
+    if after.claim_name != before.claim_name:
+        return (
+            "claimName",
+            f"its volume exists already (claim {before.claim_name or 'named after the service'}): "
+            "another name would be a new, empty volume; leave claimName as it is",
+        )
+    if after.storage_class != before.storage_class:
+        return (
+            "storageClass",
+            "its volume exists already: its storage class cannot change; leave storageClass as it is",
+        )
     return None
 
 
@@ -676,6 +719,7 @@ async def update_service(
             display = data.display_name.strip() or service.name
             problems.check(("input", "displayName"), validation.display_name(display))
         _check_spec_in(problems, spec, instance)
+        await _check_claim_free(problems, spec, instance, service.name, besides=service.id)
         gpu_count = service.gpu_count if data.gpu_count is None else data.gpu_count
         _check_gpu_count(problems, spec, instance, gpu_count)
         if gpu_count != service.gpu_count:
