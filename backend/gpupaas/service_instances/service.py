@@ -445,6 +445,8 @@ async def _check_claim_free(
     if besides is not None:
         others = others.exclude(id=besides)
     for other in await others.order_by("name"):
+        if other.name == name:  # the name is taken: the name's check says so
+            continue
         if _claim_of(other.name, other.spec_model().storage) == wanted:
             problems.add(
                 ("input", "storage", "claimName"),
