@@ -107,3 +107,43 @@ def test_paths_of_the_services_fields_are_the_files() -> None:
         == "items[2].spec.resources.acceleratorPartitionedProfile"
     )
     assert gpustack_path(2, ("input", "imagePullSecret"), spec) == "items[2].spec.imagePullSecret.name"
+
+
+def test_gpustack_s_volumes_are_read_as_gpustack_writes_them() -> None:
+    """GPUStack's GPUInstanceVolume: ephemeral {capacity}, persistent {name} (a volume that exists),
+    persistentTemplate {name, spec {type, capacity}, releaseWithInstance} (one made with it)."""
+    catalog = """
+items:
+  - {name: scratch, spec: {image: u, volume: {ephemeral: {capacity: 10Gi}}}}
+  - {name: shared, spec: {image: u, volume: {persistent: {name: datasets}}}}
+  - name: made
+    spec:
+      image: u
+      volume:
+        persistentTemplate: {name: data, spec: {type: nfs, capacity: 20Gi}, releaseWithInstance: false}
+  - {name: released, spec: {image: u, volume: {persistentTemplate: {name: tmp}}}}
+  - {name: nameless, spec: {image: u, volume: {persistent: {}}}}
+  - name: wrong
+    spec:
+      image: u
+      volume: {persistentTemplate: {name: d, spec: {kind: nfs}, releaseWithInstance: "no"}}
+"""
+    entries = parse_catalog(catalog)
+    storages = [entry.template.spec.storage if entry.template else None for entry in entries]
+    assert storages[:4] == [
+        Storage(mode="EPHEMERAL", size="10Gi"),
+        Storage(mode="EXISTING_CLAIM", claim_name="datasets"),
+        Storage(mode="NEW_VOLUME", size="20Gi", reclaim="KEEP", claim_name="data", storage_class="nfs"),
+        Storage(mode="NEW_VOLUME", reclaim="RELEASE", claim_name="tmp"),
+    ]
+    assert dict(entries[4].problems) == {"items[4].spec.volume.persistent.name": "is required"}
+    wrong = dict(entries[5].problems)
+    assert set(wrong) == {
+        "items[5].spec.volume.persistentTemplate.spec.kind",
+        "items[5].spec.volume.persistentTemplate.releaseWithInstance",
+    }
+    assert "the fields are type, capacity" in wrong["items[5].spec.volume.persistentTemplate.spec.kind"]
+    assert (
+        wrong["items[5].spec.volume.persistentTemplate.releaseWithInstance"]
+        == "must be true or false, not text"
+    )
