@@ -352,6 +352,10 @@ CASES: dict[str, list[Case]] = {
         )
     ],
     "Mutation.startServiceInstance": [Case(lambda w: {"id": w.take("stopped_services")}, MANAGE)],
+    # edited while STOPPED: its owner and the project's admins (and platform admins) only
+    "Mutation.updateServiceInstance": [
+        Case(lambda w: {"input": {"id": w.take("editable_services"), "command": ["sleep", "1"]}}, MANAGE)
+    ],
     "Mutation.stopServiceInstance": [Case(lambda w: {"id": w.take("running_services")}, MANAGE)],
     "Mutation.restartServiceInstance": [Case(lambda w: {"id": w.take("restartable_services")}, MANAGE)],
     "Mutation.deleteServiceInstance": [Case(lambda w: {"id": w.take("deletable_services")}, MANAGE)],
@@ -718,6 +722,7 @@ async def _services(owner: Person, box: str, template: str) -> dict[str, list[st
     return {
         "service": await made(ServiceStatus.RUNNING, 1),
         "stopped_services": await made(ServiceStatus.STOPPED),
+        "editable_services": await made(ServiceStatus.STOPPED),
         "running_services": await made(ServiceStatus.RUNNING),
         "restartable_services": await made(ServiceStatus.RUNNING),
         "deletable_services": await made(ServiceStatus.STOPPED),

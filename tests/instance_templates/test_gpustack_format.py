@@ -6,7 +6,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpupaas.instance_templates.gpustack import Template, export_catalog, gpustack_path, parse_catalog
-from gpupaas.instance_templates.spec import PROTOCOLS, PULL_POLICIES, VENDORS, Port, ServiceSpec
+from gpupaas.instance_templates.spec import (
+    PROTOCOLS,
+    PULL_POLICIES,
+    VENDORS,
+    Port,
+    Resources,
+    ServiceSpec,
+    Storage,
+)
 
 text = st.text(st.characters(exclude_categories=("Cs", "Cc")), max_size=12) | st.sampled_from(
     ["", "0", "1.0", "true", "null", "~", "- x", "{{generated_token}}", "a: b", "#", "line\nbreak"]
@@ -40,13 +48,33 @@ specs = st.builds(
     env=st.lists(st.tuples(text, text), max_size=3).map(tuple),
     gpu_partition=st.none() | st.sampled_from(["nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb", "bad"]),
     image_pull_secret=st.none() | names,
+    storage=st.one_of(
+        st.just(Storage()),
+        st.builds(Storage, mode=st.just("EPHEMERAL"), size=st.none() | st.sampled_from(["10Gi", "lots"])),
+        st.builds(
+            Storage,
+            mode=st.just("NEW_VOLUME"),
+            size=st.none() | st.sampled_from(["50Gi", "1"]),
+            reclaim=st.sampled_from(["KEEP", "RELEASE"]),
+            claim_name=st.none() | names,
+            storage_class=st.none() | st.sampled_from(["standard", "fast-ssd"]),
+        ),
+        st.builds(Storage, mode=st.just("EXISTING_CLAIM"), claim_name=names),
+    ),
+    resources=st.builds(
+        Resources,
+        cpu_request=st.none() | st.sampled_from(["1", "500m", "2"]),
+        cpu_limit=st.none() | st.sampled_from(["1", "2", "4"]),
+        memory_request=st.none() | st.sampled_from(["1Gi", "8Gi"]),
+        memory_limit=st.none() | st.sampled_from(["1Gi", "16Gi"]),
+    ),
 )
 templates = st.builds(
     Template, name=names, display_name=st.none() | text.filter(bool), description=st.none() | text, spec=specs
 )
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)  # a loaded machine is slow, not wrong
 @given(st.lists(templates, max_size=4, unique_by=lambda t: t.name))
 def test_export_then_parse_gives_the_templates_back(written: list[Template]) -> None:
     entries = parse_catalog(export_catalog(written))
@@ -79,3 +107,43 @@ def test_paths_of_the_services_fields_are_the_files() -> None:
         == "items[2].spec.resources.acceleratorPartitionedProfile"
     )
     assert gpustack_path(2, ("input", "imagePullSecret"), spec) == "items[2].spec.imagePullSecret.name"
+
+
+def test_gpustack_s_volumes_are_read_as_gpustack_writes_them() -> None:
+    """GPUStack's GPUInstanceVolume: ephemeral {capacity}, persistent {name} (a volume that exists),
+    persistentTemplate {name, spec {type, capacity}, releaseWithInstance} (one made with it)."""
+    catalog = """
+items:
+  - {name: scratch, spec: {image: u, volume: {ephemeral: {capacity: 10Gi}}}}
+  - {name: shared, spec: {image: u, volume: {persistent: {name: datasets}}}}
+  - name: made
+    spec:
+      image: u
+      volume:
+        persistentTemplate: {name: data, spec: {type: nfs, capacity: 20Gi}, releaseWithInstance: false}
+  - {name: released, spec: {image: u, volume: {persistentTemplate: {name: tmp}}}}
+  - {name: nameless, spec: {image: u, volume: {persistent: {}}}}
+  - name: wrong
+    spec:
+      image: u
+      volume: {persistentTemplate: {name: d, spec: {kind: nfs}, releaseWithInstance: "no"}}
+"""
+    entries = parse_catalog(catalog)
+    storages = [entry.template.spec.storage if entry.template else None for entry in entries]
+    assert storages[:4] == [
+        Storage(mode="EPHEMERAL", size="10Gi"),
+        Storage(mode="EXISTING_CLAIM", claim_name="datasets"),
+        Storage(mode="NEW_VOLUME", size="20Gi", reclaim="KEEP", claim_name="data", storage_class="nfs"),
+        Storage(mode="NEW_VOLUME", reclaim="RELEASE", claim_name="tmp"),
+    ]
+    assert dict(entries[4].problems) == {"items[4].spec.volume.persistent.name": "is required"}
+    wrong = dict(entries[5].problems)
+    assert set(wrong) == {
+        "items[5].spec.volume.persistentTemplate.spec.kind",
+        "items[5].spec.volume.persistentTemplate.releaseWithInstance",
+    }
+    assert "the fields are type, capacity" in wrong["items[5].spec.volume.persistentTemplate.spec.kind"]
+    assert (
+        wrong["items[5].spec.volume.persistentTemplate.releaseWithInstance"]
+        == "must be true or false, not text"
+    )

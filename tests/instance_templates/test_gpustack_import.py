@@ -134,7 +134,8 @@ async def test_each_template_is_created_or_refused_on_its_own(db: object, gql: G
     assert "lowercase" in bad_fields["items[2].name"]
     assert "70000" in bad_fields["items[2].spec.ports[0].port"]
     secret_fields = {p["field"]: p["message"] for p in secret["problems"]}
-    assert set(secret_fields) == {"items[3].spec.resources.cpu"}
+    # its cpu is read now; the pull secret it names is not ml's
+    assert set(secret_fields) == {"items[3].spec.imagePullSecret.name"}
     assert bad["instanceTemplate"] is None
     assert sorted(t.name for t in await InstanceTemplate.filter(project__name="ml")) == [
         "jupyter-lab",
@@ -226,11 +227,7 @@ items:
     payload = await _import(gql, alice.token, text)
     assert payload["userErrors"] == []
     fields = [{p["field"]: p["message"] for p in r["problems"]} for r in payload["results"]]
-    assert fields[0].keys() == {
-        "items[0].manufacturer",
-        "items[0].spec.volume",
-        "items[0].spec.sshPublicKeys",
-    }
+    assert fields[0].keys() == {"items[0].manufacturer", "items[0].spec.sshPublicKeys"}
     assert 'not "moore-threads"' in fields[0]["items[0].manufacturer"]
     assert fields[1] == {
         "items[1].name": 'items[0] has the name "a" too: each template of a file needs a name of its own'
@@ -334,3 +331,110 @@ async def test_a_partition_profile_and_a_pull_secret_import_as_written(
     assert item["spec"]["resources"]["acceleratorPartitionedProfile"] == "1g.10gb"
     assert item["spec"]["imagePullSecret"] == {"name": "ngc"}
     assert outcomes(await _import(gql, alice.token, exported)) == [("mig-lab", "UNCHANGED")]
+
+
+STORAGE_AND_RESOURCES = """
+items:
+  - name: scratch
+    manufacturer: nvidia
+    spec:
+      image: vllm/vllm-openai:latest
+      resources: {cpu: "4", ram: 32Gi, localStorage: 30Gi}
+      volume: {ephemeral: {capacity: 10Gi}}
+  - name: kept
+    manufacturer: cpu
+    spec:
+      image: ubuntu:24.04
+      volume:
+        persistentTemplate: {name: kept-data, spec: {type: fast-ssd, capacity: 50Gi}, releaseWithInstance: false}
+    x-gpupaas:
+      resources: {cpuRequest: 500m, cpuLimit: "2"}
+  - name: shared-data
+    manufacturer: cpu
+    spec:
+      image: ubuntu:24.04
+      volume: {persistent: {name: datasets}}
+  - name: bad
+    manufacturer: cpu
+    spec:
+      image: ubuntu:24.04
+      resources: {cpu: lots}
+      volume: {persistentTemplate: {releaseWithInstance: "no"}, ephemeral: {}}
+  - name: too-much
+    manufacturer: cpu
+    spec:
+      image: ubuntu:24.04
+      volume: {persistentTemplate: {name: data, spec: {type: standard, capacity: 10Gi}}}
+    x-gpupaas:
+      resources: {memoryRequest: 8Gi, memoryLimit: 4Gi}
+"""
+STORAGE_FIELDS = """
+query($p: String!) { instanceTemplates(project: $p) { name
+  storage { mode size reclaim claimName storageClass } resources { cpuRequest cpuLimit memoryRequest memoryLimit } } }
+"""
+
+
+async def test_cpu_ram_and_volume_are_read_and_written_back(db: object, gql: GraphQLClient) -> None:
+    _, alice, _, _ = await _people()
+    payload = await _import(gql, alice.token, STORAGE_AND_RESOURCES)
+    assert outcomes(payload) == [
+        ("scratch", "CREATED"),
+        ("kept", "CREATED"),
+        ("shared-data", "CREATED"),
+        ("bad", "REFUSED"),
+        ("too-much", "REFUSED"),
+    ]
+    bad = {p["field"]: p["message"] for p in payload["results"][3]["problems"]}
+    assert set(bad) == {"items[3].spec.volume"}  # one kind of volume, then its fields are read
+    assert "not ephemeral and persistentTemplate" in bad["items[3].spec.volume"]
+    too_much = {p["field"]: p["message"] for p in payload["results"][4]["problems"]}
+    assert too_much == {
+        "items[4].x-gpupaas.resources.memoryRequest": "must be at most the memory limit (8Gi requested, limit 4Gi)"
+    }
+    rows = {
+        t["name"]: t
+        for t in (await gql.data(STORAGE_FIELDS, {"p": "ml"}, token=alice.token))["instanceTemplates"]
+    }
+    assert rows["scratch"]["storage"] == {
+        "mode": "EPHEMERAL",
+        "size": "10Gi",
+        "reclaim": "RELEASE",
+        "claimName": None,
+        "storageClass": None,
+    }
+    assert rows["scratch"]["resources"] == {
+        "cpuRequest": "4",
+        "cpuLimit": "4",
+        "memoryRequest": "32Gi",
+        "memoryLimit": "32Gi",
+    }
+    assert rows["kept"]["storage"] == {
+        "mode": "NEW_VOLUME",
+        "size": "50Gi",
+        "reclaim": "KEEP",
+        "claimName": "kept-data",
+        "storageClass": "fast-ssd",
+    }
+    assert rows["kept"]["resources"] == {
+        "cpuRequest": "500m",
+        "cpuLimit": "2",
+        "memoryRequest": None,
+        "memoryLimit": None,
+    }
+    assert rows["shared-data"]["storage"]["claimName"] == "datasets"
+    # export writes GPUStack's fields (and gpupaas's own under x-gpupaas); importing it changes nothing
+    exported = (
+        await gql.data(
+            EXPORT, {"project": "ml", "names": ["scratch", "kept", "shared-data"]}, token=alice.token
+        )
+    )["exportInstanceTemplates"]
+    assert "volume:\n      ephemeral:\n        capacity: 10Gi" in exported
+    assert (
+        "persistentTemplate:\n        name: kept-data\n        spec:\n          type: fast-ssd\n"
+        "          capacity: 50Gi\n        releaseWithInstance: false"
+    ) in exported
+    assert "persistent:\n        name: datasets" in exported
+    assert "cpu: '4'" in exported and "ram: 32Gi" in exported
+    assert "x-gpupaas:\n    resources:\n      cpuRequest: 500m\n      cpuLimit: '2'" in exported
+    again = await _import(gql, alice.token, exported)
+    assert outcomes(again) == [("kept", "UNCHANGED"), ("scratch", "UNCHANGED"), ("shared-data", "UNCHANGED")]

@@ -11,7 +11,9 @@ import pytest
 from gpupaas.instance_templates.spec import (
     Port,
     Protocol,
+    Resources,
     ServiceSpec,
+    Storage,
     check_spec,
     spec_from_json,
     spec_to_json,
@@ -350,6 +352,8 @@ FULL = ServiceSpec(
         Port(name="dns", port=53, protocol="UDP"),
     ),
     env=(("A", "1"), ("B", "")),
+    storage=Storage(mode="NEW_VOLUME", size="50Gi", reclaim="KEEP"),
+    resources=Resources(cpu_request="2", cpu_limit="4", memory_limit="16Gi"),
 )
 
 
@@ -377,6 +381,14 @@ def test_the_json_form_uses_the_apis_field_names() -> None:
         "env": [{"key": "A", "value": "1"}, {"key": "B", "value": ""}],
         "gpuPartition": None,
         "imagePullSecret": None,
+        "storage": {
+            "mode": "NEW_VOLUME",
+            "size": "50Gi",
+            "reclaim": "KEEP",
+            "claimName": None,
+            "storageClass": None,
+        },
+        "resources": {"cpuRequest": "2", "cpuLimit": "4", "memoryRequest": None, "memoryLimit": "16Gi"},
     }
 
 
@@ -470,3 +482,94 @@ def test_malformed_json_names_the_field(case: str, data: Any, message: str) -> N
     # given JSON of the wrong shape / when it is read / then the error names the field
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         spec_from_json(data)
+
+
+# ---------------------------------------------------------------------------------------- storage and resources
+
+
+@pytest.mark.parametrize(
+    ("storage", "path", "words"),
+    [
+        (
+            Storage(mode=cast(Any, "SCRATCH")),
+            ("storage", "mode"),
+            "must be one of EPHEMERAL, NEW_VOLUME, EXISTING_CLAIM",
+        ),
+        (Storage(mode="EPHEMERAL", reclaim="KEEP"), ("storage", "reclaim"), "KEEP is for a NEW_VOLUME"),
+        (
+            Storage(mode="NEW_VOLUME", reclaim=cast(Any, "LATER")),
+            ("storage", "reclaim"),
+            "must be one of KEEP, RELEASE",
+        ),
+        (Storage(size="lots"), ("storage", "size"), "must be"),
+        (Storage(size="0"), ("storage", "size"), "must be"),
+        (
+            Storage(mode="EXISTING_CLAIM"),
+            ("storage", "claimName"),
+            "needs the name of a PersistentVolumeClaim",
+        ),
+        (Storage(mode="EXISTING_CLAIM", claim_name="Data_1"), ("storage", "claimName"), "lowercase"),
+        (Storage(mode="EXISTING_CLAIM", claim_name="data", size="1Gi"), ("storage", "size"), "its own size"),
+        (Storage(mode="EPHEMERAL", claim_name="data"), ("storage", "claimName"), "is no claim"),
+        (Storage(mode="NEW_VOLUME", claim_name="Data_1"), ("storage", "claimName"), "lowercase"),
+        (Storage(mode="NEW_VOLUME", storage_class="Fast SSD"), ("storage", "storageClass"), "lowercase"),
+        (
+            Storage(mode="EXISTING_CLAIM", claim_name="data", storage_class="fast"),
+            ("storage", "storageClass"),
+            "only a NEW_VOLUME is created with a storage class",
+        ),
+    ],
+)
+def test_storage_problems_name_the_field(storage: Storage, path: tuple[str, ...], words: str) -> None:
+    # given a spec whose storage is wrong / when it is checked / then the field is named
+    problems = dict(check_spec(with_(storage=storage)))
+    assert path in problems, problems
+    assert words in problems[path]
+
+
+@pytest.mark.parametrize(
+    "storage",
+    [
+        Storage(),
+        Storage(mode="EPHEMERAL"),
+        Storage(mode="EPHEMERAL", size="10Gi"),
+        Storage(mode="NEW_VOLUME", size="100Gi", reclaim="KEEP"),
+        Storage(mode="EXISTING_CLAIM", claim_name="datasets.v2"),
+    ],
+)
+def test_sound_storage_passes(storage: Storage) -> None:
+    assert check_spec(with_(storage=storage)) == []
+
+
+def test_a_request_over_its_limit_is_refused() -> None:
+    # given requests over their limits / when checked / then each request is named with both values
+    problems = dict(
+        check_spec(
+            with_(
+                resources=Resources(cpu_request="8", cpu_limit="4", memory_request="2Gi", memory_limit="1Gi")
+            )
+        )
+    )
+    assert problems[("resources", "cpuRequest")] == "must be at most the cpu limit (8 requested, limit 4)"
+    assert (
+        problems[("resources", "memoryRequest")]
+        == "must be at most the memory limit (2Gi requested, limit 1Gi)"
+    )
+
+
+def test_resource_quantities_are_checked() -> None:
+    problems = dict(check_spec(with_(resources=Resources(cpu_limit="two", memory_request="1.5"))))
+    assert set(problems) == {("resources", "cpuLimit"), ("resources", "memoryRequest")}
+
+
+def test_storage_and_resources_come_back_from_json() -> None:
+    # given a spec with both / when it goes to JSON and back / then it is the same
+    spec = with_(
+        storage=Storage(mode="EXISTING_CLAIM", claim_name="data"),
+        resources=Resources(cpu_request="500m", memory_limit="8Gi"),
+    )
+    assert spec_from_json(spec_to_json(spec)) == spec
+    # and a spec stored before these fields existed has the defaults
+    data = spec_to_json(BASE)
+    del data["storage"], data["resources"]
+    assert spec_from_json(data) == BASE

@@ -21,12 +21,14 @@ import pytest
 import yaml
 
 from gpupaas.app import create_app
+from gpupaas.catalog.models import EnvironmentTemplateVersion
 from gpupaas.catalog.service.profiles import ResourcesIn
 from gpupaas.clusters.models import Cluster
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core.actor import Role
 from gpupaas.core.gpus import Vendor
+from gpupaas.core.quantities import parse_quantity
 from gpupaas.provisioning.plan import Plan
 from gpupaas.runtime import Runtime
 from gpupaas.service_instances.models import ServiceInstance
@@ -37,18 +39,6 @@ from tests.factories import Person, make_instance, make_profile, make_project, m
 from tests.workers.conftest import eventually, fast, wait_status
 
 CATALOG = Path(__file__).with_name("gpustack_catalog.yaml")
-
-# Templates of the catalog that use GPUStack fields gpupaas cannot honour yet, each refused at
-# exactly these fields (and nowhere else) until the feature named lands; then the template moves to
-# the accepted ones below and this entry goes.
-PENDING: dict[str, tuple[set[str], str]] = {
-    "pytorch-sized": (
-        {"spec.resources.cpu", "spec.resources.ram"},
-        "per-service CPU and memory (branch storage)",
-    ),
-    "scratch-ephemeral": ({"spec.volume"}, "storage mode EPHEMERAL (branch storage)"),
-    "cann-persistent-data": ({"spec.volume"}, "storage mode NEW_VOLUME (branch storage)"),
-}
 
 # Where each accepted template runs: the compute instance of its vendor and GPU model, and what
 # its pod then asks for (the vendor's GPU resource, per Ascend chip; a MIG device; none on CPU).
@@ -64,12 +54,21 @@ RUNS_ON: dict[str, tuple[str, str | None]] = {
     "jupyter-rocm": ("mi300x", "amd.com/gpu"),
     "ubuntu-22-04-cann-8-5-0-910b": ("910b", "huawei.com/Ascend910"),
     "ubuntu-22-04-cann-8-5-0-310p": ("310p", "huawei.com/Ascend310P"),
+    # GPUStack's cpu and ram, and its three kinds of volume
+    "pytorch-sized": ("h100", "nvidia.com/gpu"),
+    "scratch-ephemeral": ("cpu", None),
+    "cann-persistent-data": ("910b", "huawei.com/Ascend910"),
 }
+
+# Each box's namespace may hold this much node-local scratch space: its services' localStorage
+# (and an EPHEMERAL volume's capacity) are counted by its ResourceQuota, as a real API server does.
+SCRATCH = [("ephemeralStorage", "200Gi")]
 
 BOXES: dict[str, ResourcesIn] = {
     "cpu": ResourcesIn(cpu="4", memory="16Gi", storage="100Gi", gpu_count=0, gpu_vendor=Vendor.CPU),
+    # five GPUs: four services take a fifth of its CPU, memory and storage each, pytorch-sized its own
     "h100": ResourcesIn(
-        cpu="32", memory="256Gi", storage="400Gi", gpu_count=4, gpu_vendor=Vendor.NVIDIA, gpu_model="H100"
+        cpu="40", memory="320Gi", storage="500Gi", gpu_count=5, gpu_vendor=Vendor.NVIDIA, gpu_model="H100"
     ),
     "a100": ResourcesIn(
         cpu="7", memory="70Gi", storage="70Gi", gpu_count=1, gpu_vendor=Vendor.NVIDIA, gpu_model="A100"
@@ -80,8 +79,8 @@ BOXES: dict[str, ResourcesIn] = {
     "910b": ResourcesIn(
         cpu="16",
         memory="128Gi",
-        storage="100Gi",
-        gpu_count=1,
+        storage="200Gi",
+        gpu_count=2,
         gpu_vendor=Vendor.ASCEND,
         gpu_model="Ascend910B",
     ),
@@ -139,10 +138,18 @@ async def world(db: object, settings: Settings, monkeypatch: pytest.MonkeyPatch)
                 PULL_SECRET, {"input": {**secret, "password": "nvapi-x"}}, token=admin.token
             )
             assert made["createImagePullSecret"]["userErrors"] == []
+            # the built-in namespace template: its ResourceQuota and LimitRange, as a real cluster's
+            builtin = (
+                await EnvironmentTemplateVersion.filter(template__name="gpu-namespace")
+                .order_by("-created_at")
+                .first()
+            )
             boxes: dict[str, ComputeInstance] = {}
             for name, resources in BOXES.items():
-                profile = await make_profile(project, resources=resources, name=f"p-{name}")
-                box = await make_instance(project, profile, name=f"box-{name}", by=alice, deploy=True)
+                profile = await make_profile(project, builtin, resources=resources, name=f"p-{name}")
+                box = await make_instance(
+                    project, profile, name=f"box-{name}", by=alice, deploy=True, inputs=SCRATCH
+                )
                 boxes[name] = await wait_status(box.id, DeploymentStatus.SUCCESS, DeploymentStatus.FAILED)
                 assert boxes[name].status == DeploymentStatus.SUCCESS, boxes[name].status_message
             yield World(gql, chosen, admin, alice, boxes, plans)
@@ -158,7 +165,7 @@ def test_the_catalog_covers_what_gpustack_s_templates_use() -> None:
     """The file itself: every template is accounted for, and it has the cases it is meant to."""
     items = yaml.safe_load(CATALOG.read_text())["items"]
     names = [item["name"] for item in items]
-    assert len(names) == len(set(names)) and set(names) == set(RUNS_ON) | set(PENDING)
+    assert len(names) == len(set(names)) and set(names) == set(RUNS_ON)
     manufacturers = {item["manufacturer"].lower() for item in items}
     assert manufacturers == {"cpu", "nvidia", "amd", "ascend"}
     ports = [port for item in items for port in item["spec"].get("ports", [])]
@@ -202,9 +209,9 @@ async def _import_by_cli(w: World) -> list[tuple[str, str, dict[str, str]]]:
     out, err = await asyncio.wait_for(process.communicate(), 120)
     lines = out.decode().splitlines()
     assert lines, err.decode()
-    # refused templates (the pending ones) make the exit 2, and the summary says how many went in
-    assert process.returncode == (2 if PENDING else 0), err.decode()
-    assert lines[-1] == f"{len(RUNS_ON)} of {len(RUNS_ON) + len(PENDING)} templates imported (project ml)"
+    # none refused (a refused one makes the exit 2), and the summary says how many went in
+    assert process.returncode == 0, err.decode()
+    assert lines[-1] == f"{len(RUNS_ON)} of {len(RUNS_ON)} templates imported (project ml)"
     results: list[tuple[str, str, dict[str, str]]] = []
     for line in lines[:-1]:
         if line.startswith(" "):  # a problem of the template above: "          field: message"
@@ -222,16 +229,10 @@ async def test_every_template_is_accepted_as_written_and_runs(world: World, how:
     # when ml's admin imports the catalog
     results = await (_import_by_api(w) if how == "api" else _import_by_cli(w))
 
-    # then every template is created as it is written, but for those waiting for a feature
+    # then every template is created as it is written
     assert [name for name, _, _ in results] == _catalog_names()
-    index = {name: i for i, name in enumerate(_catalog_names())}
     for name, outcome, problems in results:
-        if name in PENDING:
-            fields, feature = PENDING[name]
-            assert outcome == "REFUSED", f"{name} imports now: move it out of PENDING ({feature})"
-            assert set(problems) == {f"items[{index[name]}].{field}" for field in fields}, (name, problems)
-        else:
-            assert (outcome, problems) == ("CREATED", {}), name
+        assert (outcome, problems) == ("CREATED", {}), name
     templates = {
         t["name"]: t["id"]
         for t in (await w.gql.data(TEMPLATES, token=w.alice.token))["instanceTemplates"]
@@ -358,7 +359,32 @@ def _check_runs_as_written(name: str, shown: dict[str, Any], plan: Plan) -> None
     mounts = {m["mountPath"] for m in container["volumeMounts"]}
     assert spec["volumeMount"] in mounts and shown["mountPath"] == spec["volumeMount"], name
     disk = spec.get("resources", {}).get("localStorage", "15Gi")
-    assert container["resources"]["limits"]["ephemeral-storage"] == disk == shown["containerDisk"], name
+    assert disk == shown["containerDisk"], name
+    volume = spec.get("volume", {})
+    workspace = next(v for v in pod["volumes"] if v["name"] == "workspace")
+    claims = [m for m in plan.manifests if m["kind"] == "PersistentVolumeClaim"]
+    if "ephemeral" in volume:  # an emptyDir of that size, counted as the container's scratch space
+        capacity = volume["ephemeral"]["capacity"]
+        assert workspace == {"name": "workspace", "emptyDir": {"sizeLimit": capacity}} and claims == [], name
+        scratch = parse_quantity(disk) + parse_quantity(capacity)
+        for side in ("requests", "limits"):
+            assert parse_quantity(container["resources"][side]["ephemeral-storage"]) == scratch, name
+    else:
+        assert container["resources"]["limits"]["ephemeral-storage"] == disk, name
+        made = volume.get("persistentTemplate")
+        (claim,) = claims
+        claim_name = made["name"] if made else f"{name}-workspace"
+        assert claim["metadata"]["name"] == workspace["persistentVolumeClaim"]["claimName"] == claim_name
+        if made:  # the volume made with the service: its class, its capacity, released with it
+            assert claim["spec"]["storageClassName"] == made["spec"]["type"], name
+            assert claim["spec"]["resources"]["requests"]["storage"] == made["spec"]["capacity"], name
+            kept = made.get("releaseWithInstance", True) is False
+            assert ("gpupaas.io/reclaim" in claim["metadata"].get("annotations", {})) == kept, name
+    for key, kind in (("cpu", "cpu"), ("ram", "memory")):
+        if key in spec.get("resources", {}):  # GPUStack's one amount: the request and the limit
+            asked = spec["resources"][key]
+            assert container["resources"]["requests"][kind] == asked, name
+            assert container["resources"]["limits"][kind] == asked, name
     gpus = {key for key in container["resources"]["limits"] if "/" in key}
     assert gpus == ({resource} if resource else set()), name
     labels = [port["name"] for port in spec.get("ports", [])]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gpupaas.instance_templates.spec import Port, PullPolicy, ServiceSpec
+from gpupaas.instance_templates.spec import Port, PullPolicy, ServiceSpec, Storage
 from gpupaas.instance_templates.spec import Vendor as GpuVendor
 from gpupaas.provisioning.plan import GPU_RESOURCE_NAMES
 from gpupaas.provisioning.render.schema import validate_manifest
@@ -403,3 +403,71 @@ def test_generated_values_reach_the_pod_through_a_secret_of_their_own() -> None:
         ValueError, match="env GPUPAAS_GENERATED_TOKEN is where gpupaas puts a generated value"
     ):
         workload(clashing, generated={"generated_token": token})
+
+
+# ---------------------------------------------------------------------------------------- storage modes
+
+
+def objects(spec: ServiceSpec, **overrides: Any) -> dict[str, dict[str, Any]]:
+    built = build_objects(
+        spec=spec, gpu_count=1, gpu_resource_name="nvidia.com/gpu", **identity(), **overrides
+    )
+    for obj in built:
+        assert validate_manifest(obj) == [], obj
+    return {obj["kind"]: obj for obj in built}
+
+
+def workspace_volume(deployment: dict[str, Any]) -> dict[str, Any]:
+    volumes = deployment["spec"]["template"]["spec"]["volumes"]
+    return next(volume for volume in volumes if volume["name"] == "workspace")
+
+
+def test_a_new_volume_is_a_claim_of_its_size_released_by_default() -> None:
+    built = objects(dataclasses.replace(SPEC, storage=Storage(size="75Gi")))
+    claim = built["PersistentVolumeClaim"]
+    assert claim["spec"]["resources"]["requests"]["storage"] == "75Gi"
+    assert "annotations" not in claim["metadata"]
+    assert workspace_volume(built["Deployment"]) == {
+        "name": "workspace",
+        "persistentVolumeClaim": {"claimName": "notebook-1-workspace"},
+    }
+
+
+def test_a_kept_volume_is_annotated_for_the_drivers() -> None:
+    built = objects(dataclasses.replace(SPEC, storage=Storage(reclaim="KEEP")), workspace_size="40Gi")
+    claim = built["PersistentVolumeClaim"]
+    assert claim["metadata"]["annotations"] == {"gpupaas.io/reclaim": "Keep"}
+    assert claim["spec"]["resources"]["requests"]["storage"] == "40Gi"  # the share when no size
+
+
+def test_an_ephemeral_workspace_is_an_emptydir_counted_as_ephemeral_storage() -> None:
+    built = objects(dataclasses.replace(SPEC, storage=Storage(mode="EPHEMERAL", size="10Gi")))
+    assert "PersistentVolumeClaim" not in built
+    assert workspace_volume(built["Deployment"]) == {"name": "workspace", "emptyDir": {"sizeLimit": "10Gi"}}
+    resources = container(built["Deployment"])["resources"]
+    # the container disk (20Gi) and the workspace (10Gi): what the quota and the scheduler count
+    assert resources["requests"]["ephemeral-storage"] == "30Gi"
+    assert resources["limits"]["ephemeral-storage"] == "30Gi"
+    unsized = objects(dataclasses.replace(SPEC, storage=Storage(mode="EPHEMERAL")))
+    assert workspace_volume(unsized["Deployment"]) == {"name": "workspace", "emptyDir": {}}
+    assert container(unsized["Deployment"])["resources"]["requests"]["ephemeral-storage"] == "20Gi"
+
+
+def test_an_existing_claim_is_mounted_and_not_made() -> None:
+    built = objects(dataclasses.replace(SPEC, storage=Storage(mode="EXISTING_CLAIM", claim_name="datasets")))
+    assert "PersistentVolumeClaim" not in built
+    assert workspace_volume(built["Deployment"]) == {
+        "name": "workspace",
+        "persistentVolumeClaim": {"claimName": "datasets"},
+    }
+
+
+def test_cpu_and_memory_requests_and_limits_may_differ() -> None:
+    deployment = workload(cpu="2", cpu_limit="4", memory="8Gi", memory_limit="16Gi")
+    resources = container(deployment)["resources"]
+    assert resources["requests"]["cpu"] == "2" and resources["limits"]["cpu"] == "4"
+    assert resources["requests"]["memory"] == "8Gi" and resources["limits"]["memory"] == "16Gi"
+    # a limit alone is the request too, as the API server defaults it
+    alone = container(workload(cpu_limit="3"))["resources"]
+    assert alone["requests"]["cpu"] == "3" and alone["limits"]["cpu"] == "3"
+    assert validate_manifest(deployment) == []

@@ -30,7 +30,7 @@ from gpupaas.catalog.graphql.profiles import (
 from gpupaas.catalog.models import AllocationType
 from gpupaas.catalog.service.visibility import profile_visible
 from gpupaas.clusters.graphql import ClusterType, clusters_by_id
-from gpupaas.compute import configuration, owners, service
+from gpupaas.compute import configuration, owners, service, usage
 from gpupaas.compute.models import ComputeInstance, ComputeInstanceShare
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core.crypto import Sealer
@@ -174,6 +174,76 @@ class ComputeInstanceAction:
     reason: str | None
 
 
+@strawberry.type(name="QuotaUse", description="One resource of a ResourceQuota (quantities as written).")
+class QuotaUseType:
+    resource: str = strawberry.field(description='As the quota names it: "requests.cpu", "pods"...')
+    hard: str
+    used: str
+
+
+@strawberry.type(name="ResourceQuotaUsage")
+class ResourceQuotaUsageType:
+    name: str
+    uses: list[QuotaUseType]
+
+
+@strawberry.type(
+    name="VolumeClaim",
+    description="A PersistentVolumeClaim of the compute instance's namespace: a service's workspace, "
+    "or one kept after its service was deleted (which a service may mount as an EXISTING_CLAIM).",
+)
+class VolumeClaimType:
+    name: str
+    size: str | None = strawberry.field(description="Its requests.storage.")
+    storage_class: str | None
+    phase: str | None = strawberry.field(description="Pending, Bound or Lost.")
+    service_id: strawberry.ID | None = strawberry.field(
+        description="The service instance whose workspace it is; null: no service's (kept)."
+    )
+    kept_from: str | None = strawberry.field(description="The deleted service it was kept from.")
+    keep: bool = strawberry.field(description="Its service's delete leaves it in the namespace.")
+
+
+@strawberry.type(
+    name="NamespaceUsage",
+    description="What the compute instance's namespace uses of its ResourceQuotas, and its volume "
+    "claims, read from the cluster when asked.",
+)
+class NamespaceUsageType:
+    namespace: str
+    quotas: list[ResourceQuotaUsageType]
+    volume_claims: list[VolumeClaimType]
+    problem: str | None = strawberry.field(
+        description="Why the cluster could not be read (then the lists are empty)."
+    )
+
+    @classmethod
+    def of(cls, found: usage.InstanceUsage) -> NamespaceUsageType:
+        return cls(
+            namespace=found.namespace,
+            quotas=[
+                ResourceQuotaUsageType(
+                    name=quota.name,
+                    uses=[QuotaUseType(resource=u.resource, hard=u.hard, used=u.used) for u in quota.uses],
+                )
+                for quota in found.usage.quotas
+            ],
+            volume_claims=[
+                VolumeClaimType(
+                    name=claim.name,
+                    size=claim.size,
+                    storage_class=claim.storage_class,
+                    phase=claim.phase,
+                    service_id=strawberry.ID(claim.service_id) if claim.service_id else None,
+                    kept_from=claim.kept_from,
+                    keep=claim.keep,
+                )
+                for claim in found.usage.claims
+            ],
+            problem=found.problem,
+        )
+
+
 @strawberry.type(name="ComputeInstance")
 class ComputeInstanceType:
     id: strawberry.ID
@@ -283,6 +353,14 @@ class ComputeInstanceType:
             )
             for request, reason in service.actions(info.context.actor, self._model, names)
         ]
+
+    @strawberry.field(
+        description="Its namespace's quota usage and volume claims, from the cluster. Null unless it "
+        "is deployed (SUCCESS)."
+    )
+    async def namespace_usage(self, info: Info) -> NamespaceUsageType | None:
+        found = await usage.namespace_usage(self._model, info.context.drivers)
+        return NamespaceUsageType.of(found) if found is not None else None
 
     @strawberry.field(description="Newest first.")
     async def runs(self, info: Info) -> list[DeploymentRunType]:

@@ -42,7 +42,7 @@ from typing import Any
 import yaml
 
 from gpupaas.core import gpu_resources, yaml_limits
-from gpupaas.instance_templates.spec import Port, ServiceSpec
+from gpupaas.instance_templates.spec import Port, Resources, ServiceSpec, Storage
 
 __all__ = [
     "EXTENSION_KEY",
@@ -91,18 +91,15 @@ _RESOURCE_KEYS = (
     "acceleratorSlicedCoresPercentage",
     "acceleratorPartitionedProfile",
 )
-_EXTENSION_KEYS: tuple[str, ...] = ()
+# gpupaas's own settings GPUStack's format cannot say: CPU and memory requests that differ from
+# their limits (GPUStack's `cpu` and `ram` are one amount each).
+_EXTENSION_KEYS: tuple[str, ...] = ("resources",)
+_EXTENSION_RESOURCE_KEYS = ("cpuRequest", "cpuLimit", "memoryRequest", "memoryLimit")
+# GPUStack's `volume`: one of these, each a mapping.
+_VOLUME_KINDS = ("ephemeral", "persistent", "persistentTemplate")
 
 # GPUStack's fields that gpupaas cannot honour yet, and why: refused by name, never dropped.
 UNSUPPORTED: dict[str, str] = {
-    "spec.resources.cpu": (
-        "a template cannot fix its CPU in gpupaas yet: a service's CPU follows its GPUs' share of "
-        "the compute instance; remove the field"
-    ),
-    "spec.resources.ram": (
-        "a template cannot fix its memory in gpupaas yet: a service's memory follows its GPUs' "
-        "share of the compute instance; remove the field"
-    ),
     "spec.resources.accelerator": (
         "a gpupaas template does not fix a GPU count: each service chooses it when it is launched "
         "(gpuCount, 1 by default); remove the field"
@@ -112,10 +109,6 @@ UNSUPPORTED: dict[str, str] = {
     ),
     "spec.resources.acceleratorSlicedCoresPercentage": (
         "gpupaas does not slice GPUs by compute percentage; remove the field"
-    ),
-    "spec.volume": (
-        "gpupaas templates cannot choose their volume yet: every service gets a workspace volume "
-        "of the compute instance's storage at volumeMount; remove the field"
     ),
     "spec.sshPublicKeys": ("SSH public keys are not part of a template: remove the field"),
 }
@@ -283,7 +276,7 @@ def _command(reader: _Reader, spec: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def _unsupported(reader: _Reader, spec: Mapping[str, Any], resources: Mapping[str, Any]) -> None:
-    for key in ("volume", "sshPublicKeys"):
+    for key in ("sshPublicKeys",):
         if spec.get(key) not in (None, [], {}):
             reader.add(f"spec.{key}", UNSUPPORTED[f"spec.{key}"])
     for key in _RESOURCE_KEYS:
@@ -291,8 +284,70 @@ def _unsupported(reader: _Reader, spec: Mapping[str, Any], resources: Mapping[st
             reader.add(f"spec.resources.{key}", UNSUPPORTED[f"spec.resources.{key}"])
 
 
-# The resources gpupaas reads: the container disk, and a MIG profile ("1g.10gb") as the partition.
-_READ_RESOURCES = ("localStorage", "acceleratorPartitionedProfile")
+# The resources gpupaas reads: CPU and memory, the container disk, and a MIG profile ("1g.10gb")
+# as the partition.
+_READ_RESOURCES = ("cpu", "ram", "localStorage", "acceleratorPartitionedProfile")
+
+
+def _resources(reader: _Reader, resources: Mapping[str, Any], extension: Mapping[str, Any]) -> Resources:
+    """GPUStack's `cpu` and `ram` (one amount each: the container's request and limit), with
+    gpupaas's own requests and limits from `x-gpupaas.resources` over them."""
+    cpu = reader.text(resources, "cpu", "spec.resources")
+    ram = reader.text(resources, "ram", "spec.resources")
+    own = reader.mapping(extension, "resources", EXTENSION_KEY)
+    reader.keys(own, _EXTENSION_RESOURCE_KEYS, f"{EXTENSION_KEY}.resources")
+    given = {key: reader.text(own, key, f"{EXTENSION_KEY}.resources") for key in _EXTENSION_RESOURCE_KEYS}
+    return Resources(
+        cpu_request=given["cpuRequest"] or (cpu if "cpuLimit" not in own else None),
+        cpu_limit=given["cpuLimit"] or (cpu if "cpuRequest" not in own else None),
+        memory_request=given["memoryRequest"] or (ram if "memoryLimit" not in own else None),
+        memory_limit=given["memoryLimit"] or (ram if "memoryRequest" not in own else None),
+    )
+
+
+def _volume(reader: _Reader, spec: Mapping[str, Any]) -> Storage:
+    """GPUStack's `volume` (its GPUInstanceVolume), one of: `ephemeral: {capacity}` (EPHEMERAL; no
+    capacity: no size limit), `persistent: {name}` (a volume that exists: EXISTING_CLAIM of the
+    claim of that name in the compute instance's namespace), or `persistentTemplate: {name, spec:
+    {type, capacity}, releaseWithInstance}` (a volume made with the service: NEW_VOLUME, the claim
+    named `name`, of storage class `type`, released on delete unless releaseWithInstance is false,
+    when it is kept). No volume: a new volume of the GPUs' share, released on delete."""
+    volume = reader.mapping(spec, "volume", "spec")
+    if not volume:
+        return Storage()
+    reader.keys(volume, _VOLUME_KINDS, "spec.volume")
+    kinds = [kind for kind in _VOLUME_KINDS if volume.get(kind) is not None]
+    if len(kinds) != 1:
+        if kinds:
+            reader.add(
+                "spec.volume", f"must give one of {', '.join(_VOLUME_KINDS)}, not {' and '.join(kinds)}"
+            )
+        return Storage()
+    kind = kinds[0]
+    path = f"spec.volume.{kind}"
+    body = reader.mapping(volume, kind, "spec.volume")
+    if kind == "ephemeral":
+        reader.keys(body, ("capacity",), path)
+        return Storage(mode="EPHEMERAL", size=reader.text(body, "capacity", path))
+    if kind == "persistent":
+        reader.keys(body, ("name",), path)
+        return Storage(mode="EXISTING_CLAIM", claim_name=reader.text(body, "name", path, required=True))
+    reader.keys(body, ("name", "spec", "releaseWithInstance"), path)
+    volume_spec = reader.mapping(body, "spec", path)
+    reader.keys(volume_spec, ("type", "capacity"), f"{path}.spec")
+    release = body.get("releaseWithInstance", True)
+    if not isinstance(release, bool):
+        reader.add(f"{path}.releaseWithInstance", f"must be true or false, not {_kind(release)}")
+        release = True
+    return Storage(
+        mode="NEW_VOLUME",
+        size=reader.text(volume_spec, "capacity", f"{path}.spec"),
+        reclaim="RELEASE" if release else "KEEP",
+        claim_name=reader.text(body, "name", path),
+        storage_class=reader.text(volume_spec, "type", f"{path}.spec"),
+    )
+
+
 _PROFILE = re.compile(r"(?:nvidia\.com/)?(?:mig-)?([0-9]+g\.[0-9]+gb)")
 
 
@@ -371,6 +426,8 @@ def _read_item(index: int, item: object) -> Entry:
         env=_env(reader, spec),
         gpu_partition=_partition(reader, resources),
         image_pull_secret=_pull_secret(reader, spec),
+        storage=_volume(reader, spec),
+        resources=_resources(reader, resources, extension),
     )
     if reader.problems:
         return Entry(index, name, None, tuple(reader.problems))
@@ -448,6 +505,14 @@ _FIELD_PATHS = {
     "gpuPartition": "spec.resources.acceleratorPartitionedProfile",
     "imagePullSecret": "spec.imagePullSecret.name",
 }
+_STORAGE_PATHS = {
+    ("EPHEMERAL", "size"): "spec.volume.ephemeral.capacity",
+    ("NEW_VOLUME", "size"): "spec.volume.persistentTemplate.spec.capacity",
+    ("NEW_VOLUME", "reclaim"): "spec.volume.persistentTemplate.releaseWithInstance",
+    ("NEW_VOLUME", "claimName"): "spec.volume.persistentTemplate.name",
+    ("NEW_VOLUME", "storageClass"): "spec.volume.persistentTemplate.spec.type",
+    ("EXISTING_CLAIM", "claimName"): "spec.volume.persistent.name",
+}
 
 
 def gpustack_path(index: int, field: Sequence[str] | None, spec: ServiceSpec) -> str:
@@ -458,6 +523,17 @@ def gpustack_path(index: int, field: Sequence[str] | None, spec: ServiceSpec) ->
     if not parts:
         return base
     head, *rest = parts
+    if head == "storage":
+        return f"{base}.{_STORAGE_PATHS.get((spec.storage.mode, rest[0] if rest else ''), 'spec.volume')}"
+    if head == "resources" and rest:
+        resources = spec.resources
+        cpu_alike = resources.cpu_request == resources.cpu_limit
+        memory_alike = resources.memory_request == resources.memory_limit
+        if rest[0].startswith("cpu") and cpu_alike:
+            return f"{base}.spec.resources.cpu"
+        if rest[0].startswith("memory") and memory_alike:
+            return f"{base}.spec.resources.ram"
+        return f"{base}.{EXTENSION_KEY}.resources.{rest[0]}"
     path = f"{base}.{_FIELD_PATHS.get(head, head)}"
     if head == "command" and rest:
         return f"{path}[{rest[0]}]"
@@ -503,7 +579,23 @@ def template_item(template: Template) -> dict[str, Any]:
         body["resources"]["acceleratorPartitionedProfile"] = (
             partition.profile if partition else spec.gpu_partition
         )
+    extension: dict[str, Any] = {}
+    resources = spec.resources
+    own: dict[str, str] = {}
+    for gpustack_key, request_key, limit_key, request, limit in (
+        ("cpu", "cpuRequest", "cpuLimit", resources.cpu_request, resources.cpu_limit),
+        ("ram", "memoryRequest", "memoryLimit", resources.memory_request, resources.memory_limit),
+    ):
+        if request is not None and request == limit:
+            body["resources"][gpustack_key] = request
+        else:
+            own.update({key: value for key, value in ((request_key, request), (limit_key, limit)) if value})
+    if own:
+        extension["resources"] = own
     body["volumeMount"] = spec.mount_path
+    volume = _volume_item(spec.storage)
+    if volume is not None:
+        body["volume"] = volume
     if spec.image_pull_secret is not None:
         body["imagePullSecret"] = {"name": spec.image_pull_secret}
     item: dict[str, Any] = {"name": template.name}
@@ -513,7 +605,29 @@ def template_item(template: Template) -> dict[str, Any]:
         item["description"] = template.description
     item["manufacturer"] = _VENDOR_MANUFACTURER[spec.vendor]
     item["spec"] = body
+    if extension:
+        item[EXTENSION_KEY] = extension
     return item
+
+
+def _volume_item(storage: Storage) -> dict[str, Any] | None:
+    """The storage as GPUStack's `volume` (None: the default, which GPUStack writes as no volume)."""
+    if storage == Storage():
+        return None
+    if storage.mode == "EPHEMERAL":
+        return {"ephemeral": {"capacity": storage.size} if storage.size else {}}
+    if storage.mode == "EXISTING_CLAIM":
+        return {"persistent": {"name": storage.claim_name}}
+    template: dict[str, Any] = {}
+    if storage.claim_name:
+        template["name"] = storage.claim_name
+    volume_spec = {
+        key: value for key, value in (("type", storage.storage_class), ("capacity", storage.size)) if value
+    }
+    if volume_spec:
+        template["spec"] = volume_spec
+    template["releaseWithInstance"] = storage.reclaim == "RELEASE"
+    return {"persistentTemplate": template}
 
 
 def export_catalog(templates: Sequence[Template]) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from enum import Enum
 
 import strawberry
 from strawberry.dataloader import DataLoader
@@ -23,7 +24,13 @@ from gpupaas.graphql.context import Info
 from gpupaas.graphql.loaders import by_id
 from gpupaas.instance_templates import service
 from gpupaas.instance_templates.models import ImagePullPolicy, InstanceTemplate, Protocol
-from gpupaas.instance_templates.spec import Port, ServiceSpec, port_kubernetes_names
+from gpupaas.instance_templates.spec import (
+    Port,
+    Resources,
+    ServiceSpec,
+    Storage,
+    port_kubernetes_names,
+)
 
 ImagePullPolicyEnum = strawberry.enum(ImagePullPolicy, name="ImagePullPolicy")
 ProtocolEnum = strawberry.enum(Protocol, name="Protocol")
@@ -76,6 +83,118 @@ class ContainerPortInput:
         )
 
 
+@strawberry.enum(
+    description="Where a service's workspace (at its mount path) lives. EPHEMERAL: an emptyDir on the "
+    "node, gone at every stop, restart or move. NEW_VOLUME: a PersistentVolumeClaim of its own "
+    "(<name>-workspace, or its claimName). EXISTING_CLAIM: a PersistentVolumeClaim the compute "
+    "instance's namespace already has (its volumeClaims), by name; never created nor deleted by the service."
+)
+class StorageMode(Enum):
+    EPHEMERAL = "EPHEMERAL"
+    NEW_VOLUME = "NEW_VOLUME"
+    EXISTING_CLAIM = "EXISTING_CLAIM"
+
+
+@strawberry.enum(
+    description="What deleting the service does with its NEW_VOLUME. RELEASE: deleted with it. KEEP: "
+    "left in the namespace (without the service's labels), for another service to mount as an "
+    "EXISTING_CLAIM."
+)
+class ReclaimPolicy(Enum):
+    RELEASE = "RELEASE"
+    KEEP = "KEEP"
+
+
+@strawberry.type(description="A service's workspace storage.")
+class ServiceStorage:
+    mode: StorageMode
+    size: str | None = strawberry.field(
+        description='A quantity ("50Gi"), within the compute instance\'s storage. Null: for a '
+        "NEW_VOLUME the GPUs' share of the compute instance's storage, for EPHEMERAL no limit."
+    )
+    reclaim: ReclaimPolicy
+    claim_name: str | None = strawberry.field(
+        description="The claim an EXISTING_CLAIM mounts, or the name of the claim a NEW_VOLUME creates "
+        "(null: <name>-workspace)."
+    )
+    storage_class: str | None = strawberry.field(
+        description="A NEW_VOLUME's storage class. Null: the cluster's default."
+    )
+
+    @classmethod
+    def of(cls, storage: Storage) -> ServiceStorage:
+        return cls(
+            mode=StorageMode(storage.mode),
+            size=storage.size,
+            reclaim=ReclaimPolicy(storage.reclaim),
+            claim_name=storage.claim_name,
+            storage_class=storage.storage_class,
+        )
+
+
+@strawberry.input(description="A service's workspace storage; fields left out take their defaults.")
+class ServiceStorageInput:
+    mode: StorageMode | None = strawberry.field(default=None, description="Defaults to NEW_VOLUME.")
+    size: str | None = None
+    reclaim: ReclaimPolicy | None = strawberry.field(default=None, description="Defaults to RELEASE.")
+    claim_name: str | None = strawberry.field(
+        default=None,
+        description="EXISTING_CLAIM: the claim of the namespace to mount (required). NEW_VOLUME: the "
+        "new claim's name (null: <name>-workspace).",
+    )
+    storage_class: str | None = strawberry.field(
+        default=None, description="NEW_VOLUME only: the new claim's storage class (null: the default)."
+    )
+
+    def to_service(self) -> Storage:
+        return Storage(
+            mode=(self.mode or StorageMode.NEW_VOLUME).value,
+            size=(self.size or "").strip() or None,
+            reclaim=(self.reclaim or ReclaimPolicy.RELEASE).value,
+            claim_name=(self.claim_name or "").strip() or None,
+            storage_class=(self.storage_class or "").strip() or None,
+        )
+
+
+@strawberry.type(
+    description="The container's CPU and memory (quantities). Null: a request is its limit and a "
+    "limit its request; neither given: the GPUs' share of the compute instance."
+)
+class ServiceResources:
+    cpu_request: str | None
+    cpu_limit: str | None
+    memory_request: str | None
+    memory_limit: str | None
+
+    @classmethod
+    def of(cls, resources: Resources) -> ServiceResources:
+        return cls(
+            cpu_request=resources.cpu_request,
+            cpu_limit=resources.cpu_limit,
+            memory_request=resources.memory_request,
+            memory_limit=resources.memory_limit,
+        )
+
+
+@strawberry.input(description="The container's CPU and memory; a request at most its limit.")
+class ServiceResourcesInput:
+    cpu_request: str | None = None
+    cpu_limit: str | None = None
+    memory_request: str | None = None
+    memory_limit: str | None = None
+
+    def to_service(self) -> Resources:
+        def text(value: str | None) -> str | None:
+            return (value or "").strip() or None
+
+        return Resources(
+            cpu_request=text(self.cpu_request),
+            cpu_limit=text(self.cpu_limit),
+            memory_request=text(self.memory_request),
+            memory_limit=text(self.memory_limit),
+        )
+
+
 def instance_templates_by_id() -> DataLoader[uuid.UUID, InstanceTemplate | None]:
     return by_id(InstanceTemplate)
 
@@ -104,6 +223,8 @@ class InstanceTemplateType:
         description="The name of an image pull secret its services pull the image with (a project "
         "template: one of the project's; a global one: each project's secret of that name).",
     )
+    storage: ServiceStorage = strawberry.field(description="Its services' workspace storage.")
+    resources: ServiceResources = strawberry.field(description="Its services' CPU and memory.")
     built_in: bool = strawberry.field(
         description="Shipped with gpupaas (global); platform admins may edit it but not delete it."
     )
@@ -119,6 +240,7 @@ class InstanceTemplateType:
 
     @classmethod
     def of(cls, template: InstanceTemplate) -> InstanceTemplateType:
+        spec = template.spec()
         return cls(
             id=strawberry.ID(str(template.id)),
             name=template.name,
@@ -130,10 +252,12 @@ class InstanceTemplateType:
             command=list(template.command),
             container_disk=template.container_disk,
             mount_path=template.mount_path,
-            ports=ContainerPort.all_of(template.spec()),
+            ports=ContainerPort.all_of(spec),
             env=[KeyValue(key=e["key"], value=e["value"]) for e in template.env],
             gpu_partition=template.gpu_partition,
             image_pull_secret=template.image_pull_secret,
+            storage=ServiceStorage.of(spec.storage),
+            resources=ServiceResources.of(spec.resources),
             built_in=template.built_in,
             created_at=template.created_at,
             updated_at=template.updated_at,
@@ -167,6 +291,12 @@ class CreateInstanceTemplateInput:
         description="The name of an image pull secret its services pull the image with (a project "
         "template: one of the project's; a global one: each project's secret of that name).",
     )
+    storage: ServiceStorageInput | None = strawberry.field(
+        default=None, description="Defaults to a NEW_VOLUME released on delete."
+    )
+    resources: ServiceResourcesInput | None = strawberry.field(
+        default=None, description="Defaults to the GPUs' share of the compute instance."
+    )
 
 
 @strawberry.input(
@@ -188,6 +318,12 @@ class UpdateInstanceTemplateInput:
     env: list[KeyValueInput] | None = None
     gpu_partition: str | None = strawberry.field(default=None, description='"" clears it (whole GPUs).')
     image_pull_secret: str | None = strawberry.field(default=None, description='"" clears it.')
+    storage: ServiceStorageInput | None = strawberry.field(
+        default=None, description="Replaces it when given."
+    )
+    resources: ServiceResourcesInput | None = strawberry.field(
+        default=None, description="Replaces it when given ({} for the defaults)."
+    )
 
 
 @strawberry.type
@@ -211,6 +347,8 @@ def _template_in(data: CreateInstanceTemplateInput | UpdateInstanceTemplateInput
         env=pairs_in(data.env),
         gpu_partition=data.gpu_partition,
         image_pull_secret=data.image_pull_secret,
+        storage=None if data.storage is None else data.storage.to_service(),
+        resources=None if data.resources is None else data.resources.to_service(),
     )
 
 

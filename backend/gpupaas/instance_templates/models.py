@@ -19,7 +19,13 @@ from tortoise.models import Model
 
 from gpupaas.accounts.models import Project
 from gpupaas.core.gpus import Vendor
-from gpupaas.instance_templates.spec import ServiceSpec, spec_from_json, spec_to_json
+from gpupaas.instance_templates.spec import (
+    ServiceSpec,
+    resources_to_json,
+    spec_from_json,
+    spec_to_json,
+    storage_to_json,
+)
 
 
 class ImagePullPolicy(str, Enum):
@@ -58,6 +64,11 @@ class InstanceTemplate(Model):
     gpu_partition = fields.CharField(max_length=63, null=True)
     # The name of an image pull secret of the project the service runs in (pull_secrets).
     image_pull_secret = fields.CharField(max_length=63, null=True)
+    # The workspace's storage ({mode, size, reclaim, claimName}) and the container's CPU and memory
+    # ({cpuRequest, cpuLimit, memoryRequest, memoryLimit}), as spec.py's JSON; null: the defaults
+    # (a new volume of the GPUs' share, released on delete; CPU and memory by that share).
+    storage: fields.JSONField[dict[str, Any] | None] = fields.JSONField(null=True)
+    resources: fields.JSONField[dict[str, Any] | None] = fields.JSONField(null=True)
     built_in = fields.BooleanField(default=False)
     created_at = fields.DatetimeField(auto_now_add=True)
     updated_at = fields.DatetimeField(auto_now=True)
@@ -80,6 +91,8 @@ class InstanceTemplate(Model):
                 "env": self.env,
                 "gpuPartition": self.gpu_partition,
                 "imagePullSecret": self.image_pull_secret,
+                "storage": self.storage,
+                "resources": self.resources,
             }
         )
 
@@ -95,3 +108,6 @@ class InstanceTemplate(Model):
         self.env = data["env"]
         self.gpu_partition = data["gpuPartition"]
         self.image_pull_secret = data["imagePullSecret"]
+        default = ServiceSpec(vendor=spec.vendor, image=spec.image)
+        self.storage = None if spec.storage == default.storage else storage_to_json(spec.storage)
+        self.resources = None if spec.resources == default.resources else resources_to_json(spec.resources)

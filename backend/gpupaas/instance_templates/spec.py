@@ -6,6 +6,17 @@ pairs whose paths use the API's camelCase field names: `("ports", 0, "port")`, `
 `("containerDisk",)`. The rules are what Kubernetes accepts for a container, so that a spec that
 passes always makes a workload the API server takes.
 
+Storage (`Storage`): where the workspace at the mount path lives. EPHEMERAL: an emptyDir on the node,
+gone when the pod goes (stop, restart, a new node); with a size, its sizeLimit, added to the
+container's ephemeral-storage requests and limits so that the namespace's quota counts it.
+NEW_VOLUME (the default): a PersistentVolumeClaim of its own (`<service>-workspace`, or the
+`claim_name` given; of the cluster's default storage class, or the `storage_class` given), which a
+delete removes (reclaim RELEASE, the default) or leaves in the namespace for later services
+(KEEP). EXISTING_CLAIM: a
+claim the compute instance's namespace already has, by name, never created nor deleted by the
+service. Resources (`Resources`): the container's CPU and memory requests and limits; what is left
+out follows the GPUs' share of the compute instance (service_instances/sizing.py).
+
 `spec_to_json` / `spec_from_json` convert to and from the API's shape (camelCase keys, key/value
 lists), which is also how the spec is stored.
 """
@@ -14,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import astuple, dataclass, replace
 from typing import Any, Literal, get_args
 
 from gpupaas.core import gpu_resources, quantities, validation
@@ -29,16 +40,26 @@ __all__ = [
     "PORT_NAME_MAX",
     "PROTOCOLS",
     "PULL_POLICIES",
+    "RECLAIM_POLICIES",
+    "STORAGE_MODES",
     "VENDORS",
     "Port",
     "Protocol",
     "PullPolicy",
+    "ReclaimPolicy",
+    "Resources",
     "ServiceSpec",
+    "Storage",
+    "StorageMode",
     "Vendor",
     "check_spec",
     "port_kubernetes_names",
+    "resources_from_json",
+    "resources_to_json",
     "spec_from_json",
     "spec_to_json",
+    "storage_from_json",
+    "storage_to_json",
 ]
 
 Vendor = Literal["NVIDIA", "AMD", "INTEL", "ASCEND", "CPU"]
@@ -48,6 +69,10 @@ Protocol = Literal["TCP", "UDP", "SCTP"]
 VENDORS: tuple[str, ...] = get_args(Vendor)
 PULL_POLICIES: tuple[str, ...] = get_args(PullPolicy)
 PROTOCOLS: tuple[str, ...] = get_args(Protocol)
+StorageMode = Literal["EPHEMERAL", "NEW_VOLUME", "EXISTING_CLAIM"]
+ReclaimPolicy = Literal["KEEP", "RELEASE"]
+STORAGE_MODES: tuple[str, ...] = get_args(StorageMode)
+RECLAIM_POLICIES: tuple[str, ...] = get_args(ReclaimPolicy)
 
 Path = tuple[str | int, ...]
 
@@ -96,6 +121,36 @@ class Port:
 
 
 @dataclass(frozen=True)
+class Storage:
+    """Where the workspace lives (see the module's docstring). `size` None: for NEW_VOLUME the
+    GPUs' share of the compute instance's storage, for EPHEMERAL no limit; `claim_name` and
+    `storage_class` not for EPHEMERAL; `reclaim` only matters for NEW_VOLUME."""
+
+    mode: StorageMode = "NEW_VOLUME"
+    size: str | None = None
+    reclaim: ReclaimPolicy = "RELEASE"
+    # EXISTING_CLAIM: the claim it mounts; NEW_VOLUME: the name of the claim it creates (None:
+    # `<service>-workspace`).
+    claim_name: str | None = None
+    # NEW_VOLUME only: the claim's storage class (None: the cluster's default).
+    storage_class: str | None = None
+
+
+@dataclass(frozen=True)
+class Resources:
+    """CPU and memory requests and limits; None: derived (a request from its limit and the other
+    way round, both from the GPUs' share when neither is given)."""
+
+    cpu_request: str | None = None
+    cpu_limit: str | None = None
+    memory_request: str | None = None
+    memory_limit: str | None = None
+
+    def given(self) -> bool:
+        return any(value is not None for value in astuple(self))
+
+
+@dataclass(frozen=True)
 class ServiceSpec:
     vendor: Vendor
     image: str
@@ -110,6 +165,8 @@ class ServiceSpec:
     gpu_partition: str | None = None
     # The name of an image pull secret of the service's project (pull_secrets), for a private image.
     image_pull_secret: str | None = None
+    storage: Storage = Storage()
+    resources: Resources = Resources()
 
 
 # ---------------------------------------------------------------------------------------- checking
@@ -276,6 +333,111 @@ def _check_env(spec: ServiceSpec, problems: list[tuple[Path, str]]) -> None:
             problems.append((("env", index, "value"), "must not contain a NUL character (U+0000)"))
 
 
+def _check_storage(storage: Storage, problems: list[tuple[Path, str]]) -> None:
+    mode_problem = _one_of(storage.mode, STORAGE_MODES)
+    if mode_problem is not None:
+        problems.append((("storage", "mode"), mode_problem))
+        return
+    reclaim_problem = _one_of(storage.reclaim, RECLAIM_POLICIES)
+    if reclaim_problem is not None:
+        problems.append((("storage", "reclaim"), reclaim_problem))
+    elif storage.reclaim == "KEEP" and storage.mode != "NEW_VOLUME":
+        problems.append(
+            (
+                ("storage", "reclaim"),
+                "KEEP is for a NEW_VOLUME: an EPHEMERAL workspace goes with its pod and an existing "
+                "claim is never deleted; leave it RELEASE",
+            )
+        )
+    if storage.size is not None:
+        if storage.mode == "EXISTING_CLAIM":
+            problems.append(
+                (("storage", "size"), "an existing claim has its own size: leave size out (null)")
+            )
+        else:
+            _text_field(
+                problems,
+                ("storage", "size"),
+                storage.size,
+                quantities.memory_quantity(storage.size, allow_zero=False),
+                placeholders_ok=False,
+            )
+    if storage.mode == "EXISTING_CLAIM":
+        if not storage.claim_name:
+            problems.append(
+                (
+                    ("storage", "claimName"),
+                    "EXISTING_CLAIM needs the name of a PersistentVolumeClaim of the compute instance's "
+                    "namespace (its volumeClaims list them)",
+                )
+            )
+        else:
+            _text_field(
+                problems,
+                ("storage", "claimName"),
+                storage.claim_name,
+                validation.dns_subdomain(storage.claim_name),
+                placeholders_ok=False,
+            )
+    elif storage.claim_name is not None:
+        if storage.mode == "EPHEMERAL":
+            problems.append(
+                (
+                    ("storage", "claimName"),
+                    "an EPHEMERAL workspace is no claim: leave claimName out (null), or choose "
+                    "NEW_VOLUME or EXISTING_CLAIM",
+                )
+            )
+        else:
+            _text_field(
+                problems,
+                ("storage", "claimName"),
+                storage.claim_name,
+                validation.dns_subdomain(storage.claim_name),
+                placeholders_ok=False,
+            )
+    if storage.storage_class is not None:
+        if storage.mode != "NEW_VOLUME":
+            problems.append(
+                (
+                    ("storage", "storageClass"),
+                    f"only a NEW_VOLUME is created with a storage class (mode is {storage.mode}): "
+                    "leave storageClass out (null)",
+                )
+            )
+        else:
+            _text_field(
+                problems,
+                ("storage", "storageClass"),
+                storage.storage_class,
+                validation.dns_subdomain(storage.storage_class),
+                placeholders_ok=False,
+            )
+
+
+def _check_resources(resources: Resources, problems: list[tuple[Path, str]]) -> None:
+    for key, value, check in (
+        ("cpuRequest", resources.cpu_request, quantities.cpu_quantity),
+        ("cpuLimit", resources.cpu_limit, quantities.cpu_quantity),
+        ("memoryRequest", resources.memory_request, quantities.memory_quantity),
+        ("memoryLimit", resources.memory_limit, quantities.memory_quantity),
+    ):
+        if value is not None:
+            _text_field(
+                problems, ("resources", key), value, check(value, allow_zero=False), placeholders_ok=False
+            )
+    reported = {path for path, _ in problems}
+    for what, request, limit in (
+        ("cpu", resources.cpu_request, resources.cpu_limit),
+        ("memory", resources.memory_request, resources.memory_limit),
+    ):
+        path: Path = ("resources", f"{what}Request")
+        if request is None or limit is None or path in reported or ("resources", f"{what}Limit") in reported:
+            continue
+        if quantities.parse_quantity(request) > quantities.parse_quantity(limit):
+            problems.append((path, f"must be at most the {what} limit ({request} requested, limit {limit})"))
+
+
 def check_spec(spec: ServiceSpec) -> list[tuple[Path, str]]:
     """Everything wrong with a spec, as (field path, message) pairs; empty when it is sound."""
     problems: list[tuple[Path, str]] = []
@@ -309,6 +471,8 @@ def check_spec(spec: ServiceSpec) -> list[tuple[Path, str]]:
         partition_problem = gpu_resources.partition_problem(spec.vendor, spec.gpu_partition)
         if partition_problem is not None:
             problems.append((("gpuPartition",), partition_problem))
+    _check_storage(spec.storage, problems)
+    _check_resources(spec.resources, problems)
     reported = {path for path, _ in problems}
     problems.extend((path, message) for path, message in unknown_placeholders(spec) if path not in reported)
     return sorted(problems, key=lambda problem: _path_order(problem[0]))
@@ -325,6 +489,8 @@ _FIELD_ORDER = (
     "ports",
     "env",
     "gpuPartition",
+    "storage",
+    "resources",
 )
 
 
@@ -363,7 +529,56 @@ def spec_to_json(spec: ServiceSpec) -> dict[str, Any]:
         "env": [{"key": key, "value": value} for key, value in spec.env],
         "gpuPartition": spec.gpu_partition,
         "imagePullSecret": spec.image_pull_secret,
+        "storage": storage_to_json(spec.storage),
+        "resources": resources_to_json(spec.resources),
     }
+
+
+def storage_to_json(storage: Storage) -> dict[str, Any]:
+    return {
+        "mode": storage.mode,
+        "size": storage.size,
+        "reclaim": storage.reclaim,
+        "claimName": storage.claim_name,
+        "storageClass": storage.storage_class,
+    }
+
+
+def resources_to_json(resources: Resources) -> dict[str, Any]:
+    return {
+        "cpuRequest": resources.cpu_request,
+        "cpuLimit": resources.cpu_limit,
+        "memoryRequest": resources.memory_request,
+        "memoryLimit": resources.memory_limit,
+    }
+
+
+def storage_from_json(data: Mapping[str, Any] | None, path: Path = ("storage",)) -> Storage:
+    """Storage from the API's shape; null or missing fields take their defaults."""
+    if data is None:
+        return Storage()
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{_where(path)}: must be an object, not {type(data).__name__}")
+    return Storage(
+        mode=_get(data, "mode", path, str, "NEW_VOLUME"),
+        size=_get(data, "size", path, str, None) or None,
+        reclaim=_get(data, "reclaim", path, str, "RELEASE"),
+        claim_name=_get(data, "claimName", path, str, None) or None,
+        storage_class=_get(data, "storageClass", path, str, None) or None,
+    )
+
+
+def resources_from_json(data: Mapping[str, Any] | None, path: Path = ("resources",)) -> Resources:
+    if data is None:
+        return Resources()
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{_where(path)}: must be an object, not {type(data).__name__}")
+    return Resources(
+        cpu_request=_get(data, "cpuRequest", path, str, None) or None,
+        cpu_limit=_get(data, "cpuLimit", path, str, None) or None,
+        memory_request=_get(data, "memoryRequest", path, str, None) or None,
+        memory_limit=_get(data, "memoryLimit", path, str, None) or None,
+    )
 
 
 def _where(path: Path) -> str:
@@ -438,6 +653,8 @@ def spec_from_json(data: Mapping[str, Any]) -> ServiceSpec:
         env=_key_values(data, "env", ()),
         gpu_partition=_get(data, "gpuPartition", (), str, None) or None,
         image_pull_secret=_get(data, "imagePullSecret", (), str, None) or None,
+        storage=storage_from_json(data.get("storage")),
+        resources=resources_from_json(data.get("resources")),
     )
 
 

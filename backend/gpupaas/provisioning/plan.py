@@ -34,6 +34,11 @@ MANAGED_BY = "app.kubernetes.io/managed-by"
 INSTANCE_LABEL = "gpupaas.io/instance"
 SERVICE_LABEL = "gpupaas.io/service"
 COMPUTE_INSTANCE_LABEL = "gpupaas.io/compute-instance"
+# On an object a delete must leave in place (a service's workspace claim with reclaim KEEP): the
+# drivers take the instance's labels off it instead of deleting it, and annotate whose it was.
+RECLAIM_ANNOTATION = "gpupaas.io/reclaim"
+RECLAIM_KEEP = "Keep"
+KEPT_FROM_ANNOTATION = "gpupaas.io/kept-from"
 
 
 class DriverError(Exception):

@@ -43,6 +43,10 @@ from gpupaas.instance_templates.graphql import (
     ContainerPort,
     ContainerPortInput,
     InstanceTemplateType,
+    ServiceResources,
+    ServiceResourcesInput,
+    ServiceStorage,
+    ServiceStorageInput,
     instance_templates_by_id,
 )
 from gpupaas.instance_templates.models import ImagePullPolicy
@@ -122,6 +126,11 @@ class ServiceInstanceType:
     image_pull_secret: str | None = strawberry.field(
         description="The name of the project's image pull secret its image is pulled with; null: none."
     )
+    storage: ServiceStorage = strawberry.field(description="Its workspace's storage.")
+    resources: ServiceResources = strawberry.field(
+        description="Its CPU and memory as given (by its template or at creation); null values follow "
+        "the GPUs' share of the compute instance."
+    )
     status: ServiceStatus
     status_message: str | None
     created_at: datetime
@@ -193,6 +202,13 @@ class ServiceInstanceType:
             for what, reason in instances.actions(info.context.actor, self._model, instance)
         ]
 
+    @strawberry.field(
+        description="Why the caller may not edit it now (updateServiceInstance), or null when they may: "
+        "its owner and the project's admins edit a STOPPED or FAILED service instance."
+    )
+    def edit_refusal(self, info: Info) -> str | None:
+        return instances.edit_refusal(info.context.actor, self._model)
+
     @classmethod
     def of(cls, service: ServiceInstance) -> ServiceInstanceType:
         spec = service.spec_model()
@@ -210,6 +226,8 @@ class ServiceInstanceType:
             gpu_count=service.gpu_count,
             gpu_partition=spec.gpu_partition,
             image_pull_secret=spec.image_pull_secret,
+            storage=ServiceStorage.of(spec.storage),
+            resources=ServiceResources.of(spec.resources),
             status=service.status,
             status_message=service.status_message,
             created_at=service.created_at,
@@ -243,7 +261,37 @@ class CreateServiceInstanceInput:
         description="Null: the template's; \"\" for none; else one of the project's imagePullSecrets "
         "by name.",
     )
+    storage: ServiceStorageInput | None = strawberry.field(
+        default=None,
+        description="Null: the template's. A size within the compute instance's storage; an "
+        "EXISTING_CLAIM one of its volumeClaims.",
+    )
+    resources: ServiceResourcesInput | None = strawberry.field(
+        default=None,
+        description="Null: the template's. Requests at most their limits, within the compute "
+        "instance's CPU and memory.",
+    )
     start: bool | None = None
+
+
+@strawberry.input(
+    description="Fields left out stay as they are; lists given replace the old ones. Saved now, applied "
+    "at the next start."
+)
+class UpdateServiceInstanceInput:
+    id: strawberry.ID
+    display_name: str | None = None
+    gpu_count: int | None = None
+    command: list[str] | None = None
+    env: list[KeyValueInput] | None = None
+    ports: list[ContainerPortInput] | None = None
+    storage: ServiceStorageInput | None = strawberry.field(
+        default=None,
+        description="Replaces it. Once its own volume (NEW_VOLUME) exists, only reclaim may change.",
+    )
+    resources: ServiceResourcesInput | None = strawberry.field(
+        default=None, description="Replaces it ({} for the GPUs' share)."
+    )
 
 
 @strawberry.type
@@ -328,11 +376,37 @@ class ServiceInstanceMutation:
             command=input.command,
             env=pairs_in(input.env),
             ports=None if input.ports is None else [p.to_service() for p in input.ports],
+            storage=None if input.storage is None else input.storage.to_service(),
+            resources=None if input.resources is None else input.resources.to_service(),
             start=input.start is not False,
         )
         secret_key = info.context.settings.secret_key
         return _payload(
             *await attempt(instances.create_service(info.context.actor, data, secret_key=secret_key))
+        )
+
+    @strawberry.mutation(
+        description="Edits a STOPPED or FAILED service instance (its owner and the project's admins): "
+        "command, env, ports, GPUs, CPU and memory, storage while its volume allows; applied at its "
+        "next start. Refused (INVALID_STATE) in any other status."
+    )
+    async def update_service_instance(
+        self, info: Info, input: UpdateServiceInstanceInput
+    ) -> ServiceInstancePayload:
+        data = instances.ServiceUpdate(
+            display_name=input.display_name,
+            gpu_count=input.gpu_count,
+            command=input.command,
+            env=pairs_in(input.env),
+            ports=None if input.ports is None else [p.to_service() for p in input.ports],
+            storage=None if input.storage is None else input.storage.to_service(),
+            resources=None if input.resources is None else input.resources.to_service(),
+        )
+        secret_key = info.context.settings.secret_key
+        return _payload(
+            *await attempt(
+                instances.update_service(info.context.actor, input.id, data, secret_key=secret_key)
+            )
         )
 
     @strawberry.mutation(description="STOPPED or FAILED -> PENDING -> STARTING -> RUNNING.")

@@ -6,14 +6,15 @@ service's own label (`owner_label` gpupaas.io/service), so that applying, watchi
 them never touches the compute instance's objects or another service's. `within` names the
 compute instance: a driver admits no capacity for the service, only its compute instance's quota.
 
-Resources. The GPUs are the service's `gpu_count` of the vendor's (and GPU model's) resource, or of
-its partition's (`spec.gpu_partition`, a MIG profile: each device its share of a GPU in what
-follows). CPU and memory follow the GPUs: a service with n of its compute instance's N GPUs gets
-n/N of the instance's CPU and
-memory (requests = limits), so that one service on a one-GPU instance has all of it and the
-instance's quota still fits every GPU service it can hold. A service without GPUs sets none and
-gets the namespace's LimitRange defaults. The workspace claim gets the same share of the
-instance's storage (all of the default 20Gi, or less when the instance has less, without GPUs).
+Resources (sizing.py). The GPUs are the service's `gpu_count` of the vendor's (and GPU model's)
+resource, or of its partition's (`spec.gpu_partition`, a MIG profile: each device its share of a GPU
+in what follows). CPU and memory follow the GPUs: a service with n of its compute instance's N GPUs
+gets n/N of the instance's CPU and memory (requests = limits), so that one service on a one-GPU
+instance has all of it and the instance's quota still fits every GPU service it can hold. A service
+without GPUs sets none and gets the namespace's LimitRange defaults. The workspace claim gets the
+same share of the instance's storage (all of the default 20Gi, or less when the instance has less,
+without GPUs). What the spec gives itself (its CPU and memory requests and limits, its workspace's
+size) is taken as it is.
 
 Placement: the plan carries its compute instance's allocation (DEDICATED or SHARED) and GPU model,
 so that the kubernetes driver puts the service's pod where the instance's GPUs are (the model's
@@ -28,65 +29,21 @@ Failure injection for the simulated cluster (tests and demos): the compute insta
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from fractions import Fraction
 from typing import Any
 
 from gpupaas.core import gpu_resources
-from gpupaas.core.quantities import parse_quantity
 from gpupaas.instance_templates.spec import ServiceSpec, port_kubernetes_names
 from gpupaas.provisioning.plan import SERVICE_LABEL, Plan, namespace_for
 from gpupaas.provisioning.render.rendering import OutputDefinition, RenderContext
-from gpupaas.service_instances.podspec import DEFAULT_WORKSPACE_SIZE, build_objects
+from gpupaas.service_instances.podspec import build_objects
+from gpupaas.service_instances.sizing import service_resources, size_service
 
 __all__ = ["NODE_PORT_OUTPUT", "build_service_plan", "node_ports_of", "service_resources"]
 
 NODE_PORT_OUTPUT = "nodePort."
 _SIMULATED = "simulated.gpupaas.io/"
 _SERVICE_PREFIX = _SIMULATED + "service-"
-
-
-def _cpu(cores: Fraction) -> str:
-    millicores = math.floor(cores * 1000)
-    return str(millicores // 1000) if millicores % 1000 == 0 else f"{millicores}m"
-
-
-def _bytes(size: Fraction) -> str:
-    mebibytes = math.floor(size / 2**20)
-    if mebibytes % 1024 == 0:
-        return f"{mebibytes // 1024}Gi"
-    return f"{mebibytes}Mi"
-
-
-def _quantity(text: str) -> Fraction:
-    return Fraction(parse_quantity(text)).limit_denominator(10**6)
-
-
-def service_resources(
-    compute_resources: Mapping[str, Any], gpu_count: int, partition: str | None = None
-) -> tuple[str | None, str | None, str]:
-    """(cpu, memory, workspace size) of a service with `gpu_count` GPUs (or devices of `partition`,
-    each its share of a GPU) in a compute instance with `compute_resources` (its snapshot's
-    resources); cpu and memory None: the namespace's defaults."""
-    total = int(compute_resources.get("gpuCount") or 0)
-    storage = _quantity(str(compute_resources["storage"]))
-    default_workspace = _quantity(DEFAULT_WORKSPACE_SIZE)
-    if gpu_count <= 0 or total <= 0:
-        workspace = min(storage, default_workspace)
-        return None, None, _bytes(workspace) if workspace >= 2**20 else DEFAULT_WORKSPACE_SIZE
-    gpus = gpu_count * (
-        gpu_resources.partition_share(partition, compute_resources.get("gpuModel")) if partition else 1
-    )
-    share = min(Fraction(gpus), Fraction(total)) / total
-    cpu = _quantity(str(compute_resources["cpu"])) * share
-    memory = _quantity(str(compute_resources["memory"])) * share
-    workspace = storage * share
-    return (
-        _cpu(cpu) if cpu >= Fraction(1, 1000) else None,
-        _bytes(memory) if memory >= 2**20 else None,
-        _bytes(workspace) if workspace >= 2**20 else DEFAULT_WORKSPACE_SIZE,
-    )
 
 
 def simulated_annotations(annotations: Mapping[str, str]) -> dict[str, str]:
@@ -130,7 +87,8 @@ def build_service_plan(
         spec.vendor, gpu_model, gpu_resource_names
     )
     namespace = namespace_for(project, compute_name, compute_id)
-    cpu, memory, workspace = service_resources(compute_resources, gpu_count, spec.gpu_partition)
+    sizing = size_service(compute_resources, gpu_count, spec)
+    cpu, memory, workspace = sizing.cpu_request, sizing.memory_request, sizing.workspace
     manifests = build_objects(
         spec=spec,
         name=name,
@@ -142,6 +100,8 @@ def build_service_plan(
         replicas=1 if running else 0,
         cpu=cpu,
         memory=memory,
+        cpu_limit=sizing.cpu_limit,
+        memory_limit=sizing.memory_limit,
         restart=restart if running else None,
         workspace_size=workspace,
         generated=generated or {},

@@ -3,11 +3,19 @@ generated values.
 
 Up to four objects, applied in this order (`build_objects`):
 
-1. The workspace: a PersistentVolumeClaim `<name>-workspace` mounted at the spec's mount path
-   (`build_workspace_volume`). A claim of its own, not an ephemeral volume or an emptyDir, because
-   a service instance is stopped and started again: notebooks, checkpoints and downloaded models
-   must survive that, and survive the pod moving to another node. It counts against the compute
-   instance's `requests.storage` quota. Deleting the service instance deletes the claim.
+1. The workspace, mounted at the spec's mount path, as its storage mode says (spec.Storage). By
+   default (NEW_VOLUME) a PersistentVolumeClaim `<name>-workspace` of its own
+   (`build_workspace_volume`; or the claim name and storage class its storage gives), because a
+   service instance is stopped and started again: notebooks,
+   checkpoints and downloaded models must survive that, and survive the pod moving to another
+   node. It counts against the compute instance's `requests.storage` quota. Deleting the service
+   instance deletes the claim, unless its reclaim is KEEP: the claim then carries the annotation
+   `gpupaas.io/reclaim: Keep` (provisioning.plan.RECLAIM_ANNOTATION), which the drivers read on a
+   delete: they leave it in the namespace without the service's labels, for another service to
+   mount as an EXISTING_CLAIM. EXISTING_CLAIM mounts a claim of the namespace by name and renders
+   none. EPHEMERAL is an emptyDir (gone with the pod, at every stop and restart); with a size, that
+   is its sizeLimit and is added to the container's ephemeral-storage requests and limits, so
+   that the scheduler and the namespace's `requests.ephemeral-storage` quota count it.
 2. The generated values (`build_generated_secret`): a Secret `<name>-generated` that holds the
    values of the `{{generated_*}}` placeholders the command and env use (the JupyterLab token),
    when they use any. The container reads each from it as the env variable GPUPAAS_<NAME>
@@ -72,7 +80,13 @@ from typing import Any, Literal
 from gpupaas.core import quantities, validation
 from gpupaas.instance_templates import placeholders
 from gpupaas.instance_templates.spec import ServiceSpec, port_kubernetes_names
-from gpupaas.provisioning.plan import COMPUTE_INSTANCE_LABEL, MANAGED_BY, SERVICE_LABEL
+from gpupaas.provisioning.plan import (
+    COMPUTE_INSTANCE_LABEL,
+    MANAGED_BY,
+    RECLAIM_ANNOTATION,
+    RECLAIM_KEEP,
+    SERVICE_LABEL,
+)
 
 __all__ = [
     "CONTAINER_NAME",
@@ -117,9 +131,10 @@ _DNS_1035_LABEL = re.compile(validation.DNS_1035_LABEL_PATTERN, re.ASCII)
 # ---------------------------------------------------------------------------------------- names
 
 
-def workspace_claim_name(name: str) -> str:
-    """The PersistentVolumeClaim of the workspace: ``<name>-workspace``."""
-    return f"{name}-workspace"
+def workspace_claim_name(name: str, claim_name: str | None = None) -> str:
+    """The PersistentVolumeClaim of the workspace: ``<name>-workspace``, or the name its storage
+    gives (`claim_name`, a NEW_VOLUME's)."""
+    return claim_name or f"{name}-workspace"
 
 
 def service_name(name: str) -> str:
@@ -193,9 +208,12 @@ def build_workspace_volume(
     size: str = DEFAULT_WORKSPACE_SIZE,
     storage_class: str | None = None,
     labels: Mapping[str, str] = _NO_LABELS,
+    keep: bool = False,
+    claim_name: str | None = None,
 ) -> dict[str, Any]:
     """The workspace's PersistentVolumeClaim (ReadWriteOnce; the cluster's default storage class
-    unless `storage_class` names one)."""
+    unless `storage_class` names one), named `claim_name` or `<name>-workspace`; `keep`: left in
+    the namespace when the service is deleted."""
     _check_identity(name, namespace, instance_id, compute_instance_id)
     problem = quantities.memory_quantity(size, allow_zero=False)
     if problem is not None:
@@ -206,18 +224,18 @@ def build_workspace_volume(
     }
     if storage_class is not None:
         spec["storageClassName"] = storage_class
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": _metadata(
-            workspace_claim_name(name),
-            namespace,
-            identity_labels(
-                name=name, instance_id=instance_id, compute_instance_id=compute_instance_id, labels=labels
-            ),
+    if claim_name is not None and (problem := validation.dns_subdomain(claim_name)) is not None:
+        raise ValueError(f"claim name {claim_name!r} {problem}")
+    metadata = _metadata(
+        workspace_claim_name(name, claim_name),
+        namespace,
+        identity_labels(
+            name=name, instance_id=instance_id, compute_instance_id=compute_instance_id, labels=labels
         ),
-        "spec": spec,
-    }
+    )
+    if keep:
+        metadata["annotations"] = {RECLAIM_ANNOTATION: RECLAIM_KEEP}
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": metadata, "spec": spec}
 
 
 # ---------------------------------------------------------------------------------------- generated values
@@ -321,6 +339,34 @@ def build_generated_secret(
 # ---------------------------------------------------------------------------------------- workload
 
 
+def _add_sizes(first: str, second: str) -> str:
+    """Two sizes added, in bytes as a quantity ("15Gi" + "10Gi" -> "26843545600")."""
+    for value in (first, second):
+        problem = quantities.memory_quantity(value, allow_zero=False)
+        if problem is not None:
+            raise ValueError(f"size {value!r} {problem}")
+    total = quantities.parse_quantity(first) + quantities.parse_quantity(second)
+    for suffix, power in (("Ti", 4), ("Gi", 3), ("Mi", 2), ("Ki", 1)):
+        if total % 1024**power == 0:
+            return f"{int(total // 1024**power)}{suffix}"
+    return str(int(total))
+
+
+def _workspace_volume(spec: ServiceSpec, name: str) -> dict[str, Any]:
+    """The pod's workspace volume, as the spec's storage mode says."""
+    storage = spec.storage
+    if storage.mode == "EPHEMERAL":
+        return {"name": WORKSPACE_VOLUME, "emptyDir": {"sizeLimit": storage.size} if storage.size else {}}
+    if storage.mode == "EXISTING_CLAIM":
+        if not storage.claim_name:
+            raise ValueError("an EXISTING_CLAIM workspace needs the claim's name")
+        return {"name": WORKSPACE_VOLUME, "persistentVolumeClaim": {"claimName": storage.claim_name}}
+    return {
+        "name": WORKSPACE_VOLUME,
+        "persistentVolumeClaim": {"claimName": workspace_claim_name(name, storage.claim_name)},
+    }
+
+
 def _container(
     spec: ServiceSpec,
     *,
@@ -328,19 +374,25 @@ def _container(
     gpu_resource_name: str,
     cpu: str | None,
     memory: str | None,
+    cpu_limit: str | None,
+    memory_limit: str | None,
+    scratch: str | None,
     generated: list[dict[str, Any]],
 ) -> dict[str, Any]:
     # The generated values first: the kubelet expands $(NAME) only from variables defined before.
     env = [*generated, *({"name": key, "value": value} for key, value in spec.env)]
     if gpu_count == 0 and all(key != "NVIDIA_VISIBLE_DEVICES" for key, _ in spec.env):
         env.append({"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"})
-    resources: dict[str, str] = {"ephemeral-storage": spec.container_disk}
-    if cpu is not None:
-        resources["cpu"] = cpu
-    if memory is not None:
-        resources["memory"] = memory
+    disk = spec.container_disk if scratch is None else _add_sizes(spec.container_disk, scratch)
+    resources: dict[str, str] = {"ephemeral-storage": disk}
+    limits: dict[str, str] = {"ephemeral-storage": disk}
+    for key, request, limit in (("cpu", cpu, cpu_limit), ("memory", memory, memory_limit)):
+        if request is not None or limit is not None:
+            resources[key] = request if request is not None else str(limit)
+            limits[key] = limit if limit is not None else str(request)
     if gpu_count > 0:
         resources[gpu_resource_name] = str(gpu_count)
+        limits[gpu_resource_name] = str(gpu_count)
     container: dict[str, Any] = {
         "name": CONTAINER_NAME,
         "image": spec.image,
@@ -356,7 +408,7 @@ def _container(
             {"name": k8s_name, "containerPort": port.port, "protocol": port.protocol}
             for port, k8s_name in zip(spec.ports, port_kubernetes_names(spec), strict=True)
         ]
-    container["resources"] = {"requests": dict(resources), "limits": dict(resources)}
+    container["resources"] = {"requests": resources, "limits": limits}
     container["volumeMounts"] = [
         {"name": WORKSPACE_VOLUME, "mountPath": spec.mount_path},
         {"name": SHM_VOLUME, "mountPath": "/dev/shm"},  # noqa: S108  # the container's own tmpfs
@@ -387,6 +439,8 @@ def build_workload(
     restart: str | None = None,
     generated: Mapping[str, str] = _NO_VALUES,
     pulls_with_secret: bool = False,
+    cpu_limit: str | None = None,
+    memory_limit: str | None = None,
 ) -> dict[str, Any]:
     """The service instance's Deployment: one replica when running, `replicas=0` when stopped.
     `restart` (the restart's id) on the pod template replaces the running pod with a new one.
@@ -416,6 +470,8 @@ def build_workload(
     for what, value, check in (
         ("cpu", cpu, quantities.cpu_quantity),
         ("memory", memory, quantities.memory_quantity),
+        ("cpu_limit", cpu_limit, quantities.cpu_quantity),
+        ("memory_limit", memory_limit, quantities.memory_quantity),
     ):
         if value is not None and (problem := check(value, allow_zero=False)) is not None:
             raise ValueError(f"{what} {value!r} {problem}")
@@ -436,11 +492,14 @@ def build_workload(
                 gpu_resource_name=gpu_resource_name,
                 cpu=cpu,
                 memory=memory,
+                cpu_limit=cpu_limit,
+                memory_limit=memory_limit,
+                scratch=spec.storage.size if spec.storage.mode == "EPHEMERAL" else None,
                 generated=generated_env,
             )
         ],
         "volumes": [
-            {"name": WORKSPACE_VOLUME, "persistentVolumeClaim": {"claimName": workspace_claim_name(name)}},
+            _workspace_volume(spec, name),
             {"name": SHM_VOLUME, "emptyDir": {"medium": "Memory"}},
         ],
         "restartPolicy": "Always",
@@ -525,9 +584,11 @@ def build_objects(
     service_type: ServiceType = "NodePort",
     generated: Mapping[str, str] = _NO_VALUES,
     registry: tuple[str, str, str] | None = None,
+    cpu_limit: str | None = None,
+    memory_limit: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Every object of the service instance in apply order: workspace claim, the Secret of the
-    generated values its command and env use (if they use any), the Secret of its image pull
+    """Every object of the service instance in apply order: workspace claim (a NEW_VOLUME's), the
+    Secret of the generated values its command and env use (if they use any), the Secret of its image pull
     credentials (`registry`: registry, user, password; if it has any), Deployment, Service."""
     workload = build_workload(
         spec=spec,
@@ -544,15 +605,25 @@ def build_objects(
         restart=restart,
         generated=generated,
         pulls_with_secret=registry is not None,
+        cpu_limit=cpu_limit,
+        memory_limit=memory_limit,
     )
-    claim = build_workspace_volume(
-        name=name,
-        namespace=namespace,
-        instance_id=instance_id,
-        compute_instance_id=compute_instance_id,
-        size=workspace_size,
-        storage_class=storage_class,
-        labels=labels,
+    claims = (
+        [
+            build_workspace_volume(
+                name=name,
+                namespace=namespace,
+                instance_id=instance_id,
+                compute_instance_id=compute_instance_id,
+                size=spec.storage.size or workspace_size,
+                storage_class=spec.storage.storage_class or storage_class,
+                labels=labels,
+                keep=spec.storage.reclaim == "KEEP",
+                claim_name=spec.storage.claim_name,
+            )
+        ]
+        if spec.storage.mode == "NEW_VOLUME"
+        else []
     )
     service = build_service(
         spec=spec,
@@ -589,4 +660,4 @@ def build_objects(
                 labels=labels,
             )
         )
-    return [claim, *secrets, workload] if service is None else [claim, *secrets, workload, service]
+    return [*claims, *secrets, workload] if service is None else [*claims, *secrets, workload, service]

@@ -51,7 +51,9 @@ from gpupaas.instance_templates.models import InstanceTemplate
 from gpupaas.instance_templates.placeholders import generate_values
 from gpupaas.instance_templates.spec import (
     Port,
+    Resources,
     ServiceSpec,
+    Storage,
     check_spec,
     find_placeholders,
     resolve,
@@ -63,9 +65,10 @@ from gpupaas.pull_secrets.models import ImagePullSecret
 from gpupaas.runs import lifecycle as runs
 from gpupaas.runs.models import DeploymentRun
 from gpupaas.runs.states import RunAction
-from gpupaas.service_instances import states
+from gpupaas.service_instances import sizing, states
 from gpupaas.service_instances.connect import ConnectLink, connect_links
 from gpupaas.service_instances.models import ServiceInstance
+from gpupaas.service_instances.podspec import workspace_claim_name
 from gpupaas.service_instances.run_kind import SERVICES, generated_values, plan_of
 from gpupaas.service_instances.states import Request, ServiceStatus
 
@@ -232,7 +235,11 @@ async def connect(
 ) -> list[ConnectLink]:
     """The links to the service's ports: the cluster's access address and the node ports. None
     before its first start (no node ports yet) or without an access address. `access_params`
-    (the token of a JupyterLab link): only for those who manage it (`manages`)."""
+    (the token of a JupyterLab link): only for those who manage it (`manages`). None either while
+    it is stopped, being stopped or deleted: nothing answers there (its node ports are kept for
+    the next start, which gives the same links back)."""
+    if service.status in states.NO_POD:
+        return []
     if not service.node_ports or cluster is None or not cluster.access_address:
         return []
     try:
@@ -406,6 +413,50 @@ async def pull_secret_users(owner: Project, secret: str) -> str | None:
     return f"service instances {', '.join(names)}" if names else None
 
 
+def _check_spec_in(problems: Collector, spec: ServiceSpec, instance: ComputeInstance) -> None:
+    """The spec's own checks, then whether its CPU, memory and storage size fit the compute
+    instance (sizing.py)."""
+    for path, message in check_spec(spec):
+        problems.add(("input", *path), message)
+    reported = {problem.field for problem in problems.problems}
+    resources = instance.profile_snapshot.resources.to_json()
+    for path, message in sizing.problems(resources, spec, instance.name):
+        if ("input", *path) not in reported:
+            problems.add(("input", *path), message, ErrorCode.QUOTA_EXCEEDED)
+
+
+def _claim_of(name: str, storage: Storage) -> str | None:
+    """The claim a service's workspace is (NEW_VOLUME: its own; EXISTING_CLAIM: the one it mounts)."""
+    if storage.mode == "NEW_VOLUME":
+        return workspace_claim_name(name, storage.claim_name)
+    return storage.claim_name if storage.mode == "EXISTING_CLAIM" else None
+
+
+async def _check_claim_free(
+    problems: Collector, spec: ServiceSpec, instance: ComputeInstance, name: str, besides: Any = None
+) -> None:
+    """A NEW_VOLUME's claim must be a name no other service instance of the compute instance uses
+    (as its own volume or as the claim it mounts): applying it would take that claim over, and
+    deleting it would delete another's workspace."""
+    wanted = _claim_of(name, spec.storage) if spec.storage.mode == "NEW_VOLUME" else None
+    if wanted is None:
+        return
+    others = ServiceInstance.filter(compute_instance_id=instance.id)
+    if besides is not None:
+        others = others.exclude(id=besides)
+    for other in await others.order_by("name"):
+        if other.name == name:  # the name is taken: the name's check says so
+            continue
+        if _claim_of(other.name, other.spec_model().storage) == wanted:
+            problems.add(
+                ("input", "storage", "claimName"),
+                f'claim "{wanted}" is already the workspace of service instance "{other.name}" in '
+                f'compute instance "{instance.name}": give the new volume another name (claimName)',
+                ErrorCode.TAKEN,
+            )
+            return
+
+
 def _undeployed(instance: ComputeInstance, what: str) -> str | None:
     if instance.status == DeploymentStatus.SUCCESS:
         return None
@@ -439,6 +490,9 @@ class ServiceIn:
     gpu_partition: str | None = None
     # None: the template's; "": none (a public image).
     image_pull_secret: str | None = None
+    # None: the template's.
+    storage: Storage | None = None
+    resources: Resources | None = None
     start: bool = True
 
 
@@ -501,9 +555,13 @@ async def create_service(actor: Actor, data: ServiceIn, *, secret_key: str) -> S
         changes["gpu_partition"] = data.gpu_partition.strip() or None
     if data.image_pull_secret is not None:
         changes["image_pull_secret"] = data.image_pull_secret.strip() or None
+    if data.storage is not None:
+        changes["storage"] = data.storage
+    if data.resources is not None:
+        changes["resources"] = data.resources
     spec = replace(spec, **changes)
-    for path, message in check_spec(spec):
-        problems.add(("input", *path), message)
+    _check_spec_in(problems, spec, instance)
+    await _check_claim_free(problems, spec, instance, name)
     gpu_count = data.gpu_count if data.gpu_count is not None else (0 if spec.vendor == "CPU" else 1)
     _check_gpu_count(problems, spec, instance, gpu_count)
     await _check_partition(problems, spec, instance, gpu_count)
@@ -554,6 +612,151 @@ async def create_service(actor: Actor, data: ServiceIn, *, secret_key: str) -> S
             )
     except IntegrityError:
         raise _taken(name, instance) from None
+    outbox.notify()
+    return service
+
+
+# ---------------------------------------------------------------- edit
+
+
+@dataclass
+class ServiceUpdate:
+    """What `update_service` changes; None leaves a field as it is (lists given replace)."""
+
+    display_name: str | None = None
+    gpu_count: int | None = None
+    command: Sequence[str] | None = None
+    env: Sequence[tuple[str, str]] | None = None
+    ports: Sequence[Port] | None = None
+    storage: Storage | None = None
+    resources: Resources | None = None
+
+
+def _edit_refusal(actor: Actor, service: ServiceInstance) -> str | None:
+    """Why the caller may not edit the service instance now (rights, then its status), or None."""
+    if not actor.is_member_of(service.project_id):
+        return "Only members of the service instance's project may edit it."
+    if not manages(actor, service):
+        return owners.not_manager("service instance", service.name, "edit", service.owner_id)
+    if service.status not in states.EDITABLE:
+        return (
+            f"cannot edit a service instance that is {service.status.value}: stop it first "
+            "(a STOPPED or FAILED one is edited, and its changes apply at its next start)"
+        )
+    return None
+
+
+def edit_refusal(actor: Actor, service: ServiceInstance) -> str | None:
+    return _edit_refusal(actor, service)
+
+
+def _storage_change_problem(before: Storage, after: Storage, has_run: bool) -> tuple[str, str] | None:
+    """(field, why) when a service that has run may not change its storage so: its own volume
+    (a NEW_VOLUME that exists) holds its workspace, which another mode or size would lose or the
+    cluster could not resize. Reclaim may always change."""
+    if not has_run or before.mode != "NEW_VOLUME":
+        return None
+    if after.mode != "NEW_VOLUME":
+        return (
+            "mode",
+            f"the service's own volume holds its workspace: it cannot become {after.mode} (its data "
+            "would be lost); keep NEW_VOLUME, or make a new service instance",
+        )
+    if (after.size or None) != (before.size or None):
+        return (
+            "size",
+            f"its volume exists already ({before.size or 'the default size'}): its size cannot change; "
+            "leave size as it is",
+        )
+    if after.claim_name != before.claim_name:
+        return (
+            "claimName",
+            f"its volume exists already (claim {before.claim_name or 'named after the service'}): "
+            "another name would be a new, empty volume; leave claimName as it is",
+        )
+    if after.storage_class != before.storage_class:
+        return (
+            "storageClass",
+            "its volume exists already: its storage class cannot change; leave storageClass as it is",
+        )
+    return None
+
+
+async def update_service(
+    actor: Actor, service_id: str, data: ServiceUpdate, *, secret_key: str
+) -> ServiceInstance:
+    """Edits a STOPPED or FAILED service instance's spec (command, env, ports, GPUs, CPU and memory,
+    storage when its volume allows): saved now, applied at its next start. Its owner and the
+    project's admins only."""
+    found = await _service_for(actor, service_id)
+    if found is None:
+        raise UserErrors.one(("input", "id"), "No such service instance.", ErrorCode.NOT_FOUND)
+    if not actor.is_member_of(found.project_id) or not manages(actor, found):
+        refusal = _edit_refusal(actor, found)
+        raise Forbidden(refusal or "You may not edit this service instance.")
+    instance = await ComputeInstance.get(id=found.compute_instance_id)
+    has_run = await DeploymentRun.exists(service_id=found.id)
+    async with in_transaction():
+        service = await runs.locked(SERVICES, found.id)
+        refusal = _edit_refusal(actor, service)
+        if refusal is not None:
+            raise UserErrors.one(("input", "id"), refusal, ErrorCode.INVALID_STATE)
+        before_audit = audit.fields_of(service, omit=_UNAUDITED)
+        old = service.spec_model()
+        changes: dict[str, Any] = {}
+        if data.command is not None:
+            changes["command"] = tuple(data.command)
+        if data.env is not None:
+            changes["env"] = tuple((key, value) for key, value in data.env)
+        if data.ports is not None:
+            changes["ports"] = tuple(data.ports)
+        if data.storage is not None:
+            changes["storage"] = data.storage
+        if data.resources is not None:
+            changes["resources"] = data.resources
+        spec = replace(old, **changes)
+        problems = Collector()
+        display = None
+        if data.display_name is not None:
+            display = data.display_name.strip() or service.name
+            problems.check(("input", "displayName"), validation.display_name(display))
+        _check_spec_in(problems, spec, instance)
+        await _check_claim_free(problems, spec, instance, service.name, besides=service.id)
+        gpu_count = service.gpu_count if data.gpu_count is None else data.gpu_count
+        _check_gpu_count(problems, spec, instance, gpu_count)
+        if gpu_count != service.gpu_count:
+            await _check_partition(problems, spec, instance, gpu_count)
+        blocked = _storage_change_problem(old.storage, spec.storage, has_run)
+        if blocked is not None:
+            problems.add(("input", "storage", blocked[0]), blocked[1], ErrorCode.IMMUTABLE)
+        new_values = sorted(find_placeholders(spec) - find_placeholders(old))
+        problems.raise_if_any()
+        values = generated_values(secret_key, service)
+        if new_values:
+            values = {**values, **generate_values(new_values)}
+        service.spec = spec_to_json(spec)
+        service.gpu_count = gpu_count
+        # A trial plan, as at creation: what the next start will build must build.
+        try:
+            plan_of(service, instance, found.project.name, {}, values=values, running=True, restart=None)
+        except ValueError as error:
+            raise UserErrors.one(("input",), f"these settings cannot run: {error}") from None
+        if display is not None:
+            service.display_name = display
+        if new_values:
+            service.generated = crypto.encrypt(secret_key, json.dumps(values))
+        service.version += 1
+        service.updated_at = runs.now()
+        await service.save()
+        await runs.announce(SERVICES, service)
+        await audit.record(
+            "ServiceInstance",
+            service.id,
+            service.name,
+            project=found.project,
+            before=before_audit,
+            after=audit.fields_of(service, omit=_UNAUDITED),
+        )
     outbox.notify()
     return service
 

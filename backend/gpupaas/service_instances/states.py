@@ -40,6 +40,10 @@ S = ServiceStatus
 BUSY = frozenset({S.PENDING, S.STARTING, S.STOPPING})
 # Statuses in which the service holds (or is about to hold) its GPUs: everything but STOPPED.
 HOLDS_GPUS = frozenset(S) - {S.STOPPED}
+# Statuses in which no pod of it runs or is meant to: it has no Connect links then.
+NO_POD = frozenset({S.STOPPING, S.STOPPED, S.DELETING})
+# Statuses in which its spec may be edited (updateServiceInstance): applied at the next start.
+EDITABLE = frozenset({S.STOPPED, S.FAILED})
 
 _ALLOWED: dict[Request, frozenset[ServiceStatus]] = {
     Request.START: frozenset({S.STOPPED, S.FAILED}),

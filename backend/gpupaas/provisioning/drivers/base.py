@@ -4,14 +4,20 @@ drivers only apply it."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
 from typing import Any, Protocol
 
 from gpupaas.core import gpu_resources
-from gpupaas.provisioning.plan import Plan
+from gpupaas.provisioning.plan import (
+    KEPT_FROM_ANNOTATION,
+    RECLAIM_ANNOTATION,
+    RECLAIM_KEEP,
+    SERVICE_LABEL,
+    Plan,
+)
 
 Progress = Callable[[str], Awaitable[None]]
 
@@ -198,6 +204,84 @@ class ClusterEvent:
     last_at: datetime | None = None
 
 
+@dataclass(frozen=True)
+class QuotaUse:
+    """One resource of a ResourceQuota: its hard limit and what the namespace uses of it (as the
+    API server's quota controller writes `status.used`)."""
+
+    resource: str
+    hard: str
+    used: str
+
+
+@dataclass(frozen=True)
+class QuotaUsage:
+    name: str
+    uses: tuple[QuotaUse, ...]
+
+
+@dataclass(frozen=True)
+class VolumeClaim:
+    """A PersistentVolumeClaim of a namespace: whose workspace it is (`service_id`, the service
+    label; None: no service's, such as one kept after its service was deleted, `kept_from`)."""
+
+    name: str
+    size: str | None
+    storage_class: str | None
+    phase: str | None
+    service_id: str | None
+    kept_from: str | None
+    keep: bool  # its service's delete leaves it in the namespace (reclaim Keep)
+
+
+@dataclass(frozen=True)
+class NamespaceUsage:
+    """A compute instance's namespace: its quotas' use, and its volume claims (by name)."""
+
+    quotas: tuple[QuotaUsage, ...] = ()
+    claims: tuple[VolumeClaim, ...] = ()
+
+
+def namespace_usage_of(objects: Iterable[Mapping[str, Any]]) -> NamespaceUsage:
+    """The usage of a namespace from its ResourceQuotas (with their status) and its claims, as the
+    API server serves them."""
+    quotas: list[QuotaUsage] = []
+    claims: list[VolumeClaim] = []
+    for obj in objects:
+        metadata = obj.get("metadata") or {}
+        name = str(metadata.get("name") or "")
+        status = obj.get("status") or {}
+        spec = obj.get("spec") or {}
+        if obj.get("kind") == "ResourceQuota":
+            hard = status.get("hard") or spec.get("hard") or {}
+            used = status.get("used") or {}
+            uses = tuple(
+                QuotaUse(resource=str(key), hard=str(value), used=str(used.get(key, "0")))
+                for key, value in sorted(hard.items())
+            )
+            quotas.append(QuotaUsage(name=name, uses=uses))
+        elif obj.get("kind") == "PersistentVolumeClaim":
+            labels = metadata.get("labels") or {}
+            annotations = metadata.get("annotations") or {}
+            requests = (spec.get("resources") or {}).get("requests") or {}
+            size = requests.get("storage")
+            claims.append(
+                VolumeClaim(
+                    name=name,
+                    size=str(size) if size is not None else None,
+                    storage_class=spec.get("storageClassName"),
+                    phase=status.get("phase"),
+                    service_id=labels.get(SERVICE_LABEL),
+                    kept_from=annotations.get(KEPT_FROM_ANNOTATION),
+                    keep=annotations.get(RECLAIM_ANNOTATION) == RECLAIM_KEEP,
+                )
+            )
+    return NamespaceUsage(
+        quotas=tuple(sorted(quotas, key=lambda q: q.name)),
+        claims=tuple(sorted(claims, key=lambda c: c.name)),
+    )
+
+
 class Driver(Protocol):
     async def apply(self, plan: Plan, progress: Progress | None = None) -> Applied:
         """Creates or updates everything in the plan and waits until it is ready. Idempotent:
@@ -233,6 +317,10 @@ class Driver(Protocol):
     def events(self, query: EventQuery) -> AsyncIterator[ClusterEvent]:
         """The events of the query's objects, oldest first; with `follow`, then new ones and
         changes as they happen, until the caller stops reading."""
+
+    async def namespace_usage(self, namespace: str) -> NamespaceUsage:
+        """What a compute instance's namespace uses of its quotas, and its volume claims (empty
+        when the namespace is not there). Raises DriverError."""
         ...
 
     async def close(self) -> None:

@@ -89,6 +89,15 @@ describe("instance template form", () => {
     fireEvent.change(screen.getByLabelText("Environment variables 1 name"), { target: { value: "HF_HOME" } });
     fireEvent.change(screen.getByLabelText("Environment variables 1 value"), { target: { value: "/data/hf" } });
 
+    // its services' workspace: an ephemeral 10Gi; 2 to 4 CPUs and a 16Gi memory limit
+    const storage = within(screen.getByTestId("storage-editor"));
+    fireEvent.click(storage.getByRole("radio", { name: "Ephemeral" }));
+    fireEvent.change(storage.getByRole("textbox", { name: /Size limit/ }), { target: { value: "10Gi" } });
+    expect(storage.queryByRole("textbox", { name: /Claim name/ })).not.toBeInTheDocument();
+    fireEvent.change(screen.getByRole("textbox", { name: "CPU request" }), { target: { value: "2" } });
+    fireEvent.change(screen.getByRole("textbox", { name: "CPU limit" }), { target: { value: "4" } });
+    fireEvent.change(screen.getByRole("textbox", { name: "Memory limit" }), { target: { value: "16Gi" } });
+
     fireEvent.click(screen.getByRole("button", { name: "Save" }));
     await waitFor(() => expect(calls.some((c) => c.name === "InstanceTemplateCreate")).toBe(true));
     const sent = calls.find((c) => c.name === "InstanceTemplateCreate")!.variables;
@@ -108,9 +117,11 @@ describe("instance template form", () => {
         env: [{ key: "HF_HOME", value: "/data/hf" }],
         gpuPartition: "",
         imagePullSecret: "ngc",
+        storage: { mode: "EPHEMERAL", size: "10Gi", reclaim: "RELEASE", claimName: null, storageClass: null },
+        resources: { cpuRequest: "2", cpuLimit: "4", memoryRequest: null, memoryLimit: "16Gi" },
       },
     });
-  }, 20_000);
+  }, 45_000); // many fields typed into, on a shared machine
 
   it("asks for the required fields before sending, and offers global scope to platform admins only", async () => {
     const { client, calls } = fakeClient({ Me: me(false) });

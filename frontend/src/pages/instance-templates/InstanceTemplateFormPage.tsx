@@ -48,6 +48,18 @@ import {
   toPortRows,
   type PortRow,
 } from "./spec";
+import {
+  DEFAULT_STORAGE,
+  NO_RESOURCES,
+  ResourcesEditor,
+  StorageEditor,
+  resourcesInput,
+  storageInput,
+  toResourcesRow,
+  toStorageRow,
+  type ResourcesRow,
+  type StorageRow,
+} from "./storage";
 
 export interface TemplateFormState {
   scope: "project" | "global";
@@ -66,6 +78,8 @@ export interface TemplateFormState {
   gpuPartition: string;
   /** The name of the project's image pull secret; "" for none. */
   imagePullSecret: string;
+  storage: StorageRow;
+  resources: ResourcesRow;
 }
 
 const EMPTY: TemplateFormState = {
@@ -83,6 +97,8 @@ const EMPTY: TemplateFormState = {
   env: [],
   gpuPartition: "",
   imagePullSecret: "",
+  storage: DEFAULT_STORAGE,
+  resources: NO_RESOURCES,
 };
 
 function fromTemplate(t: InstanceTemplateFieldsFragment): TemplateFormState {
@@ -101,6 +117,8 @@ function fromTemplate(t: InstanceTemplateFieldsFragment): TemplateFormState {
     env: toPairs(t.env),
     gpuPartition: t.gpuPartition ?? "",
     imagePullSecret: t.imagePullSecret ?? "",
+    storage: toStorageRow(t.storage),
+    resources: toResourcesRow(t.resources),
   };
 }
 
@@ -119,6 +137,8 @@ const PLACED = [
   "env",
   "gpuPartition",
   "imagePullSecret",
+  "storage",
+  "resources",
 ];
 
 /** Client-side checks of the required fields (the server checks everything else). */
@@ -172,6 +192,8 @@ function TemplateForm({ template }: { template: InstanceTemplateFieldsFragment |
       env: pairsInput(state.env),
       gpuPartition: state.gpuPartition.trim(),
       imagePullSecret: state.imagePullSecret.trim(),
+      storage: storageInput(state.storage),
+      resources: resourcesInput(state.resources),
     };
     let userErrors: readonly ServerError[];
     let saved: { displayName: string } | null | undefined;
@@ -383,6 +405,10 @@ function TemplateForm({ template }: { template: InstanceTemplateFieldsFragment |
             </Section>
             <Section title="Environment">
               <EnvEditor value={state.env} onChange={(env) => set("env", env)} errors={errors} />
+            </Section>
+            <Section title="Storage, CPU and memory">
+              <StorageEditor value={state.storage} onChange={(storage) => set("storage", storage)} errors={errors} />
+              <ResourcesEditor value={state.resources} onChange={(resources) => set("resources", resources)} errors={errors} />
             </Section>
           </Stack>
         </Fieldset>

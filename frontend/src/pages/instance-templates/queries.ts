@@ -27,6 +27,19 @@ export const InstanceTemplateFieldsFragment = graphql(`
       key
       value
     }
+    storage {
+      mode
+      size
+      reclaim
+      claimName
+      storageClass
+    }
+    resources {
+      cpuRequest
+      cpuLimit
+      memoryRequest
+      memoryLimit
+    }
     builtIn
     createdAt
     updatedAt

@@ -17,6 +17,7 @@ import { ResourceGrid } from "../catalog/resources";
 import { DeleteInstanceModal, DestroyInstanceModal, ReasonButton, useInstanceActions, type InstanceRef } from "./actions";
 import { Runs, Services, StatusUpdates } from "./InstanceActivity";
 import { DetailsSection, Pairs } from "./InstanceDetails";
+import { NamespaceUsagePanel } from "./NamespaceUsage";
 import { useSettleDeploying } from "./deployToast";
 import { InstanceOverviewDocument, InstanceStatusLiveDocument, newest, reduceLive, type Instance } from "./overview";
 
@@ -168,6 +169,7 @@ export function InstancePage() {
             <Panel title="Resources">
               <ResourceGrid resources={instance.resources} />
             </Panel>
+            {status === "SUCCESS" && <NamespaceUsagePanel instanceId={instance.id} base={base} />}
           </Stack>
         </Grid.Col>
         <Grid.Col span={{ base: 12, md: 5 }} order={{ base: 1, md: 2 }}>

@@ -172,6 +172,8 @@ describe("launch service form", () => {
         command: null,
         env: null,
         ports: null,
+        storage: null,
+        resources: null,
         gpuPartition: null,
         imagePullSecret: null,
         start: true,
@@ -229,6 +231,41 @@ describe("launch service form", () => {
 
     fireEvent.click(screen.getByRole("button", { name: "Create" }));
     expect(await screen.findByRole("heading", { name: "Service page" })).toBeInTheDocument();
+  });
+
+  it("sends a new volume kept on delete and CPU and memory, and places the server's errors there", async () => {
+    const { calls } = render({
+      ServiceCreate: {
+        data: {
+          createServiceInstance: {
+            serviceInstance: null,
+            userErrors: [
+              { field: ["input", "resources", "cpuLimit"], message: 'must be within what compute instance "box" has: 8 CPU (16 asked)', code: "QUOTA_EXCEEDED" },
+            ],
+          },
+        },
+      },
+    });
+    await screen.findByRole("heading", { name: "Launch service" });
+    fireEvent.click(screen.getByRole("radio", { name: "JupyterLab (NVIDIA)" }));
+    fireEvent.click(screen.getByRole("button", { name: /Advanced/ }));
+    const storage = within(await screen.findByTestId("storage-editor"));
+    expect(storage.getByRole("radio", { name: "New volume" })).toBeChecked();
+    fireEvent.change(storage.getByRole("textbox", { name: /Volume size/ }), { target: { value: "50Gi" } });
+    fireEvent.click(storage.getByRole("radio", { name: /Keep the volume/ }));
+    fireEvent.change(screen.getByRole("textbox", { name: "CPU limit" }), { target: { value: "16" } });
+    fireEvent.change(screen.getByRole("textbox", { name: "Memory request" }), { target: { value: "8Gi" } });
+    fireEvent.click(screen.getByRole("button", { name: "Launch" }));
+
+    await waitFor(() =>
+      expect(screen.getByRole("textbox", { name: "CPU limit" })).toHaveAccessibleDescription(expect.stringContaining("8 CPU (16 asked)")),
+    );
+    const input = calls.find((c) => c.name === "ServiceCreate")!.variables.input as Record<string, unknown>;
+    expect(input).toMatchObject({
+      command: null,
+      storage: { mode: "NEW_VOLUME", size: "50Gi", reclaim: "KEEP", claimName: null, storageClass: null },
+      resources: { cpuRequest: null, cpuLimit: "16", memoryRequest: "8Gi", memoryLimit: null },
+    });
   });
 
   it("asks for a template and a name before sending", async () => {

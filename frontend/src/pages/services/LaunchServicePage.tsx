@@ -11,7 +11,7 @@ import { EmptyState, ErrorState, Loading } from "../../components/states";
 import { initialLaunch, launchInput, launchReducer, missingFields, PLACED, type Instance, type Template } from "./launchModel";
 import { ChoicesSection } from "./LaunchChoices";
 import { AdvancedSection, ServiceSection, TemplateSection, WhereSection } from "./LaunchServiceSections";
-import { ServiceCreateDocument, ServiceLaunchTemplatesDocument, ServicesComputeInstancesDocument } from "./queries";
+import { ServiceCreateDocument, ServiceLaunchTemplatesDocument, ServiceNamespaceClaimsDocument, ServicesComputeInstancesDocument } from "./queries";
 
 /** "Launch service": loads the project's compute instances and the templates, then the form. */
 export function LaunchServicePage() {
@@ -73,6 +73,13 @@ function LaunchServiceForm({ project, instances, templates }: { project: string;
   const [{ fetching: creating }, create] = useMutation(ServiceCreateDocument);
   const template = templates.find((t) => t.id === state.templateId);
   const instance = instances.find((i) => i.id === state.computeInstance);
+  // The claims of the chosen compute instance's namespace, offered for an existing claim.
+  const [claimsResult] = useQuery({
+    query: ServiceNamespaceClaimsDocument,
+    variables: { id: state.computeInstance ?? "" },
+    pause: !state.computeInstance || state.storage.mode !== "EXISTING_CLAIM",
+  });
+  const claims = claimsResult.data?.computeInstance?.namespaceUsage?.volumeClaims;
 
   async function submit(event: FormEvent) {
     event.preventDefault();
@@ -107,7 +114,7 @@ function LaunchServiceForm({ project, instances, templates }: { project: string;
           <TemplateSection state={state} dispatch={dispatch} templates={templates} />
           <ServiceSection state={state} dispatch={dispatch} instance={instance} template={template} />
           <ChoicesSection state={state} dispatch={dispatch} instance={instance} template={template} project={project} />
-          <AdvancedSection state={state} dispatch={dispatch} template={template} />
+          <AdvancedSection state={state} dispatch={dispatch} template={template} claims={claims} />
           <FormErrors title="Not launched" errors={state.errors} placed={PLACED} />
           <Group justify="flex-end">
             <Button variant="default" component={Link} to={`/p/${project}/services`}>

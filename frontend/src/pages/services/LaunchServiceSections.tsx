@@ -7,6 +7,7 @@ import type { Dispatch } from "react";
 import { statusLabel } from "../../components/StatusBadge";
 import { Section } from "../../components/Section";
 import { CommandEditor, EnvEditor, PortsEditor, VendorBadge } from "../instance-templates/spec";
+import { ResourcesEditor, StorageEditor } from "../instance-templates/storage";
 import { gpuUse, notYours, overrides, templateSpec, vendorMismatch, whyNotSelectable, type Instance, type LaunchAction, type LaunchState, type Template } from "./launchModel";
 
 interface SectionProps {
@@ -191,9 +192,14 @@ export function ServiceSection({ state, dispatch, instance, template }: SectionP
 }
 
 /** The command, environment and ports, prefilled from the template; only changes are sent. */
-export function AdvancedSection({ state, dispatch, template }: SectionProps & { template?: Template }) {
+export function AdvancedSection({
+  state,
+  dispatch,
+  template,
+  claims,
+}: SectionProps & { template?: Template; claims?: readonly { name: string; size?: string | null; serviceId?: string | null }[] }) {
   const changed = overrides(state, template);
-  const setSpec = (spec: Partial<Pick<LaunchState, "command" | "env" | "ports">>) => dispatch({ type: "setSpec", spec });
+  const setSpec = (spec: Partial<Pick<LaunchState, "command" | "env" | "ports" | "storage" | "resources">>) => dispatch({ type: "setSpec", spec });
   return (
     <Paper withBorder p="md" radius="md">
       <Group justify="space-between">
@@ -205,7 +211,7 @@ export function AdvancedSection({ state, dispatch, template }: SectionProps & { 
           aria-expanded={state.advanced}
           aria-controls="launch-advanced"
         >
-          Advanced: command, environment and ports
+          Advanced: command, environment, ports, storage, CPU and memory
         </Button>
         {changed.any && (
           <Badge color="orange" variant="light">
@@ -238,6 +244,8 @@ export function AdvancedSection({ state, dispatch, template }: SectionProps & { 
               <CommandEditor value={state.command} onChange={(command) => setSpec({ command })} errors={state.errors} />
               <EnvEditor value={state.env} onChange={(env) => setSpec({ env })} errors={state.errors} />
               <PortsEditor value={state.ports} onChange={(ports) => setSpec({ ports })} errors={state.errors} />
+              <StorageEditor value={state.storage} onChange={(storage) => setSpec({ storage })} errors={state.errors} claims={claims} />
+              <ResourcesEditor value={state.resources} onChange={(resources) => setSpec({ resources })} errors={state.errors} />
             </>
           )}
         </Stack>

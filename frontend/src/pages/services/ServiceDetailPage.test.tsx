@@ -1,4 +1,4 @@
-import { screen, waitFor, within } from "@testing-library/react";
+import { fireEvent, screen, waitFor, within } from "@testing-library/react";
 import { describe, expect, it } from "vitest";
 
 import { AuthProvider } from "../../app/auth";
@@ -43,6 +43,9 @@ const SERVICE = {
   env: [{ key: "HF_HOME", value: "/workspace/.cache/huggingface" }],
   project: { name: "ml" },
   owner: { username: "alice" },
+  editRefusal: "cannot edit a service instance that is STARTING: stop it first (a STOPPED or FAILED one is edited, and its changes apply at its next start)",
+  storage: { mode: "NEW_VOLUME", size: "40Gi", reclaim: "KEEP", claimName: null, storageClass: null },
+  resources: { cpuRequest: "2", cpuLimit: "4", memoryRequest: null, memoryLimit: null },
 };
 
 describe("service page", () => {
@@ -129,4 +132,61 @@ describe("service page", () => {
       expect(screen.getByRole("button", { name })).toHaveAttribute("aria-disabled", "true");
     }
   });
+
+  it("offers no Edit while it runs, and says why", async () => {
+    const { client } = fakeClient({ Me: meAnswer(false, "MEMBER"), ServiceDetail: { data: { serviceInstance: SERVICE } } });
+    renderPage(
+      <AuthProvider>
+        <ServiceDetailPage />
+      </AuthProvider>,
+      { client, path: "/p/ml/services/s1", pattern: "/p/:project/services/:id" },
+    );
+    expect(await screen.findByRole("heading", { name: "My lab" })).toBeInTheDocument();
+    expect(screen.getByRole("button", { name: "Edit" })).toBeDisabled();
+    expect(screen.getByTestId("edit-refusal")).toHaveAttribute("data-reason", SERVICE.editRefusal);
+    expect(screen.getByTestId("service-storage")).toHaveTextContent("New volume of 40Gi, kept on delete");
+    expect(screen.getByTestId("service-resources")).toHaveTextContent("2 to 4 CPU");
+  });
+
+  it("edits a stopped service, and shows the server's refusal next to the field", async () => {
+    const refusal =
+      "the service's own volume holds its workspace: it cannot become EPHEMERAL (its data would be lost); keep NEW_VOLUME, or make a new service instance";
+    const stopped = { ...SERVICE, status: "STOPPED", statusMessage: null, editRefusal: null };
+    const { client, calls } = fakeClient({
+      Me: meAnswer(false, "MEMBER"),
+      ServiceDetail: { data: { serviceInstance: stopped } },
+      ServiceUpdate: (variables) => {
+        const input = variables.input as { storage: { mode: string } };
+        return input.storage.mode === "EPHEMERAL"
+          ? { data: { updateServiceInstance: { serviceInstance: null, userErrors: [{ field: ["input", "storage", "mode"], message: refusal, code: "IMMUTABLE" }] } } }
+          : { data: { updateServiceInstance: { serviceInstance: { ...stopped, command: ["sleep", "infinity"] }, userErrors: [] } } };
+      },
+    });
+    renderPage(
+      <AuthProvider>
+        <ServiceDetailPage />
+      </AuthProvider>,
+      { client, path: "/p/ml/services/s1", pattern: "/p/:project/services/:id" },
+    );
+    await screen.findByRole("heading", { name: "My lab" });
+    fireEvent.click(screen.getByRole("button", { name: "Edit" }));
+    const dialog = await screen.findByRole("dialog", { name: "Edit My lab" });
+    fireEvent.change(within(dialog).getByRole("textbox", { name: "CPU limit" }), { target: { value: "6" } });
+    fireEvent.click(within(dialog).getByRole("radio", { name: "Ephemeral" }));
+    fireEvent.click(within(dialog).getByRole("button", { name: "Save" }));
+    expect(await within(dialog).findByText(refusal)).toBeInTheDocument();
+    const sent = calls.find((c) => c.name === "ServiceUpdate")!.variables.input as Record<string, unknown>;
+    expect(sent).toMatchObject({
+      id: "s1",
+      gpuCount: 1,
+      command: SERVICE.command,
+      storage: { mode: "EPHEMERAL", size: "40Gi", reclaim: "RELEASE", claimName: null, storageClass: null },
+      resources: { cpuRequest: "2", cpuLimit: "6", memoryRequest: null, memoryLimit: null },
+    });
+    // back to its volume, it is saved and the dialog closes
+    fireEvent.click(within(dialog).getByRole("radio", { name: "New volume" }));
+    fireEvent.click(within(dialog).getByRole("button", { name: "Save" }));
+    await waitFor(() => expect(screen.queryByRole("dialog", { name: "Edit My lab" })).not.toBeInTheDocument());
+    expect(calls.filter((c) => c.name === "ServiceUpdate")).toHaveLength(2);
+  }, 20_000);
 });

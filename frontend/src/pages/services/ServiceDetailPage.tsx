@@ -26,11 +26,22 @@ import { StatusBadge } from "../../components/StatusBadge";
 import { ErrorState, Loading } from "../../components/states";
 import type { ServiceDetailQuery } from "../../gql/graphql";
 import { VendorBadge, pullPolicyLabel } from "../instance-templates/spec";
+import { storageSummary } from "../instance-templates/storage";
+import { EditServiceButton } from "./EditServiceModal";
 import { ConnectLinks, ServiceActions, useLiveService } from "./live";
 import { LogsPanel } from "./LogsPanel";
 import { ServiceDetailDocument } from "./queries";
 
 type Service = NonNullable<ServiceDetailQuery["serviceInstance"]>;
+
+function resourcesSummary(resources: Service["resources"]): string {
+  const pair = (request: string | null, limit: string | null) =>
+    request === null && limit === null ? null : request === limit || limit === null ? `${request}` : request === null ? `${limit}` : `${request} to ${limit}`;
+  const cpu = pair(resources.cpuRequest, resources.cpuLimit);
+  const memory = pair(resources.memoryRequest, resources.memoryLimit);
+  if (cpu === null && memory === null) return "The GPUs' share of the compute instance";
+  return [cpu !== null ? `${cpu} CPU` : null, memory !== null ? `${memory} of memory` : null].filter(Boolean).join(", ");
+}
 
 function Field({ label, children }: { label: string; children: ReactNode }) {
   return (
@@ -75,13 +86,16 @@ function ServiceView({ service, reload }: { service: Service; reload: () => void
             {service.name}
           </Text>
         </Stack>
-        <ServiceActions
-          service={service}
-          actions={live.actions}
-          variant="buttons"
-          onChanged={reload}
-          onDeleted={() => navigate(`/p/${project}/services`)}
-        />
+        <Group gap="xs">
+          <EditServiceButton service={service} status={live.status} onSaved={reload} />
+          <ServiceActions
+            service={service}
+            actions={live.actions}
+            variant="buttons"
+            onChanged={reload}
+            onDeleted={() => navigate(`/p/${project}/services`)}
+          />
+        </Group>
       </Group>
       {live.statusMessage && (
         <Alert
@@ -177,6 +191,16 @@ function ServiceView({ service, reload }: { service: Service; reload: () => void
             </Field>
             <Field label="Image pull secret">
               {service.imagePullSecret ? <Code>{service.imagePullSecret}</Code> : <Text size="sm">None</Text>}
+            </Field>
+            <Field label="Storage">
+              <Text size="sm" data-testid="service-storage">
+                {storageSummary(service.storage)}
+              </Text>
+            </Field>
+            <Field label="CPU and memory">
+              <Text size="sm" data-testid="service-resources">
+                {resourcesSummary(service.resources)}
+              </Text>
             </Field>
           </SimpleGrid>
           <Field label="Start command">

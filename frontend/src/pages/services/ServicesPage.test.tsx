@@ -171,8 +171,8 @@ describe("services table", () => {
     expect(within(row).getByText("ssh -p 30022 root@gpu.example.com")).toBeInTheDocument();
     fireEvent.click(within(row).getByRole("button", { name: "Copy ssh command for ssh" }));
     await waitFor(() => expect(writeText).toHaveBeenCalledWith("ssh -p 30022 root@gpu.example.com"));
-    // Rows that do not run have no links yet.
-    expect(within(screen.getByTestId("service-idle")).getByText("Once running")).toBeInTheDocument();
+    // A stopped row has no link: nothing answers there.
+    expect(within(screen.getByTestId("service-idle")).getByText("Stopped: start it to connect")).toBeInTheDocument();
   });
 
   it("starts a service and shows the server's refusal as a notification", async () => {

@@ -4,17 +4,20 @@ import { toPairs, type Pair } from "../../components/KeyValueEditor";
 import { statusLabel } from "../../components/StatusBadge";
 import type { CreateServiceInstanceInput, ServiceLaunchTemplatesQuery, ServicesComputeInstancesQuery } from "../../gql/graphql";
 import { pairsInput, portsInput, toPortRows, type PortRow } from "../instance-templates/spec";
+import { resourcesInput, storageInput, toResourcesRow, toStorageRow, type ResourcesRow, type StorageRow } from "../instance-templates/storage";
 
 export type Template = ServiceLaunchTemplatesQuery["instanceTemplates"][number];
 export type Instance = ServicesComputeInstancesQuery["computeInstances"]["edges"][number]["node"];
 
 /** The fields the form shows errors next to (the others go in the summary). */
-export const PLACED = ["project", "computeInstance", "template", "name", "displayName", "gpuCount", "gpuPartition", "imagePullSecret", "command", "env", "ports", "start"];
+export const PLACED = ["project", "computeInstance", "template", "name", "displayName", "gpuCount", "gpuPartition", "imagePullSecret", "command", "env", "ports", "start", "storage", "resources"];
 
 export interface Spec {
   command: string[];
   env: Pair[];
   ports: PortRow[];
+  storage: StorageRow;
+  resources: ResourcesRow;
 }
 
 export interface LaunchState extends Spec {
@@ -86,6 +89,8 @@ export function templateSpec(template: Template | undefined): Spec {
     command: template ? [...template.command] : [],
     env: toPairs(template?.env),
     ports: toPortRows(template?.ports),
+    storage: toStorageRow(template?.storage),
+    resources: toResourcesRow(template?.resources),
   };
 }
 
@@ -94,12 +99,17 @@ function same(a: unknown, b: unknown): boolean {
 }
 
 /** Which parts of the spec differ from the template's (only those are sent). */
-export function overrides(state: LaunchState, template: Template | undefined): { command: boolean; env: boolean; ports: boolean; any: boolean } {
+export function overrides(
+  state: LaunchState,
+  template: Template | undefined,
+): { command: boolean; env: boolean; ports: boolean; storage: boolean; resources: boolean; any: boolean } {
   const original = templateSpec(template);
   const command = !same(state.command, original.command);
   const env = !same(state.env, original.env);
   const ports = !same(state.ports, original.ports);
-  return { command, env, ports, any: command || env || ports };
+  const storage = !same(storageInput(state.storage), storageInput(original.storage));
+  const resources = !same(resourcesInput(state.resources), resourcesInput(original.resources));
+  return { command, env, ports, storage, resources, any: command || env || ports || storage || resources };
 }
 
 function withTemplate(state: LaunchState, template: Template): LaunchState {
@@ -144,6 +154,8 @@ export function initialLaunch(
     command: [],
     env: [],
     ports: [],
+    storage: toStorageRow(null),
+    resources: toResourcesRow(null),
     start: true,
     gpuPartition: "",
     pullSecret: "",
@@ -181,7 +193,7 @@ export function launchReducer(state: LaunchState, action: LaunchAction): LaunchS
       return {
         ...state,
         errors: action.errors,
-        advanced: state.advanced || Object.keys(action.errors).some((key) => /^(command|env|ports)(\.|$)/.test(key)),
+        advanced: state.advanced || Object.keys(action.errors).some((key) => /^(command|env|ports|storage|resources)(\.|$)/.test(key)),
       };
   }
 }
@@ -208,6 +220,8 @@ export function launchInput(state: LaunchState, project: string, template: Templ
     command: changed.command ? state.command : null,
     env: changed.env ? pairsInput(state.env) : null,
     ports: changed.ports ? portsInput(state.ports) : null,
+    storage: changed.storage ? storageInput(state.storage) : null,
+    resources: changed.resources ? resourcesInput(state.resources) : null,
     // Sent only when they differ from the template's ("" asks for none).
     gpuPartition: state.gpuPartition !== (template?.gpuPartition ?? "") ? state.gpuPartition : null,
     imagePullSecret: state.pullSecret !== (template?.imagePullSecret ?? "") ? state.pullSecret : null,

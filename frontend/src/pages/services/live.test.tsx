@@ -21,10 +21,21 @@ describe("ConnectLinks", () => {
     expect(screen.getByLabelText("ssh ssh command")).toHaveTextContent("ssh -p 31001");
   });
 
-  it("keeps a stopped service's links but does not offer them: nothing answers", () => {
+  it("shows no link for a stopped service: nothing answers there", () => {
     render(
       <MantineProvider>
         <ConnectLinks links={LINKS} status="STOPPED" />
+      </MantineProvider>,
+    );
+    expect(screen.queryByRole("link")).toBeNull();
+    expect(screen.queryByRole("button", { name: /Connect to/ })).toBeNull();
+    expect(screen.getByTestId("connect-stopped")).toHaveTextContent("Stopped: start it to connect");
+  });
+
+  it("shows a starting service's links without offering them yet", () => {
+    render(
+      <MantineProvider>
+        <ConnectLinks links={LINKS} status="STARTING" />
       </MantineProvider>,
     );
     expect(screen.queryByRole("link")).toBeNull();

@@ -72,10 +72,12 @@ export function ConnectLinks({
   size?: "xs" | "sm";
   empty?: ReactNode;
 }) {
-  if (links.length === 0) {
+  // A stopped service has no link (the API gives none either): nothing answers there.
+  const stopped = status === "STOPPED" || status === "STOPPING" || status === "DELETING";
+  if (links.length === 0 || stopped) {
     return (
-      <Text size="xs" c="dimmed">
-        {empty ?? (status === "RUNNING" ? "No web or ssh port" : "Once running")}
+      <Text size="xs" c="dimmed" data-testid={stopped ? "connect-stopped" : undefined}>
+        {stopped ? "Stopped: start it to connect" : (empty ?? (status === "RUNNING" ? "No web or ssh port" : "Once running"))}
       </Text>
     );
   }

@@ -128,6 +128,19 @@ export const ServiceLaunchTemplatesDocument = graphql(`
         key
         value
       }
+      storage {
+        mode
+        size
+        reclaim
+        claimName
+        storageClass
+      }
+      resources {
+        cpuRequest
+        cpuLimit
+        memoryRequest
+        memoryLimit
+      }
       project {
         name
       }
@@ -146,6 +159,20 @@ export const ServiceDetailDocument = graphql(`
       command
       containerDisk
       mountPath
+      editRefusal
+      storage {
+        mode
+        size
+        reclaim
+        claimName
+        storageClass
+      }
+      resources {
+        cpuRequest
+        cpuLimit
+        memoryRequest
+        memoryLimit
+      }
       ports {
         name
         port
@@ -315,11 +342,58 @@ export const ServiceLogsLiveDocument = graphql(`
   }
 `);
 
+export const ServiceUpdateDocument = graphql(`
+  mutation ServiceUpdate($input: UpdateServiceInstanceInput!) {
+    updateServiceInstance(input: $input) {
+      serviceInstance {
+        id
+        displayName
+        command
+        gpuCount
+        editRefusal
+        storage {
+          mode
+          size
+          reclaim
+          claimName
+          storageClass
+        }
+        resources {
+          cpuRequest
+          cpuLimit
+          memoryRequest
+          memoryLimit
+        }
+      }
+      userErrors {
+        field
+        message
+        code
+      }
+    }
+  }
+`);
+
 /** The container's log as a file (the Logs panel's download). */
 export const ServiceLogDownloadDocument = graphql(`
   query ServiceLogDownload($id: ID!, $container: String, $previous: Boolean) {
     serviceInstanceLogs(id: $id, container: $container, previous: $previous) {
       text
+    }
+  }
+`);
+
+export const ServiceNamespaceClaimsDocument = graphql(`
+  query ServiceNamespaceClaims($id: ID!) {
+    computeInstance(id: $id) {
+      id
+      namespaceUsage {
+        volumeClaims {
+          name
+          size
+          serviceId
+        }
+      }
     }
   }
 `);

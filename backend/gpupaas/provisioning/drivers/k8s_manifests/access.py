@@ -54,6 +54,8 @@ DRIVER_PERMISSIONS: tuple[Permission, ...] = (
     Permission("list", "apps", "replicasets", "the readiness of Deployments"),
     Permission("get", "storage.k8s.io", "storageclasses", "claims that bind on first use"),
     *_writes("", "persistentvolumeclaims", "GPU services' workspaces"),
+    Permission("list", "", "persistentvolumeclaims", "a compute instance's volume claims"),
+    Permission("list", "", "resourcequotas", "a compute instance's quota usage"),
     *_writes("apps", "deployments", "GPU services"),
     *_writes("", "services", "GPU services' ports"),
 )

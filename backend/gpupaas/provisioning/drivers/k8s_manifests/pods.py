@@ -54,11 +54,19 @@ class Graces:
     - `scheduling_seconds`: capacity that may come: a pod no node fits (a GPU node pool scaling
       up from zero, a device plugin still starting, a drained node) or a controller whose pods
       the namespace's quota refuses (until other pods end).
+    - `quota_seconds`: a controller whose pods the namespace's quota refuses; None: as
+      `scheduling_seconds`. A service instance's runs give 0 (the driver's apply): its quota is
+      its compute instance's, which only its owners free (stopping another service instance).
     """
 
     crash_restarts: int = 3
     image_pull_seconds: float = 120.0
     scheduling_seconds: float = 300.0
+    quota_seconds: float | None = None
+
+    @property
+    def quota_grace(self) -> float:
+        return self.scheduling_seconds if self.quota_seconds is None else self.quota_seconds
 
 
 # No grace at all: every trouble fails at first sight.

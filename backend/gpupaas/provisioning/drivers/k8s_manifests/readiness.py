@@ -132,8 +132,8 @@ def _deployment_readiness(deployment: Mapping[str, Any], graces: Graces, seen: F
                 return Readiness(False, f"{name}: {detail}", failed=True)
             # The ReplicaSet tries again until the quota frees (other pods end, the quota grows).
             elapsed = seen.elapsed(f"{metadata_of(deployment).get('uid') or name}/quota")
-            if elapsed >= graces.scheduling_seconds:
-                after = f" after {elapsed:.0f} s" if graces.scheduling_seconds > 0 else ""
+            if elapsed >= graces.quota_grace:
+                after = f" after {elapsed:.0f} s" if graces.quota_grace > 0 else ""
                 return Readiness(False, f"{name}: cannot create its pods{after}: {detail}", failed=True)
             return Readiness(False, f"quota for {name}: {detail}")
     status = status_of(deployment)

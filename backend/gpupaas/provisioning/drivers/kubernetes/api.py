@@ -43,10 +43,12 @@ from gpupaas.provisioning.plan import DriverError, PermanentError, TemporaryErro
 from gpupaas.provisioning.wording import plural
 
 __all__ = [
+    "CLAIMS",
     "NAMESPACES",
     "NODES",
     "PODS",
     "REPLICASETS",
+    "RESOURCE_QUOTAS",
     "STORAGE_CLASSES",
     "Discovered",
     "KubeApi",
@@ -58,6 +60,8 @@ NODES = ApiResource("v1", "Node", "nodes", namespaced=False)
 NAMESPACES = ApiResource("v1", "Namespace", "namespaces", namespaced=False)
 REPLICASETS = ApiResource("apps/v1", "ReplicaSet", "replicasets", namespaced=True)
 STORAGE_CLASSES = ApiResource("storage.k8s.io/v1", "StorageClass", "storageclasses", namespaced=False)
+RESOURCE_QUOTAS = ApiResource("v1", "ResourceQuota", "resourcequotas", namespaced=True)
+CLAIMS = ApiResource("v1", "PersistentVolumeClaim", "persistentvolumeclaims", namespaced=True)
 
 # Listed by destroy's sweep for nothing: nobody labels them with an instance.
 _NOT_SWEPT = frozenset({"Event", "Binding", "LocalSubjectAccessReview"})

@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from gpupaas.provisioning.drivers.base import Applied, Progress
@@ -92,6 +93,14 @@ async def apply_plan(
         )
 
 
+def _graces_for(plan: Plan, graces: Graces) -> Graces:
+    """A service instance's run (`plan.within`: inside its compute instance's namespace) fails at
+    once when the namespace's quota refuses its pods, with the API server's words: that quota is
+    its compute instance's, and nothing frees it but its owners stopping another of its services,
+    which a run left waiting in STARTING would not tell them."""
+    return replace(graces, quota_seconds=0.0) if plan.within is not None else graces
+
+
 async def _apply(
     api: KubeApi,
     plan: Plan,
@@ -124,7 +133,7 @@ async def _apply(
         report,
         readiness_timeout=readiness_timeout,
         poll_interval=poll_interval,
-        graces=graces or Graces(),
+        graces=_graces_for(plan, graces or Graces()),
         clock=clock,
     )
     objects: list[dict[str, Any]] = []

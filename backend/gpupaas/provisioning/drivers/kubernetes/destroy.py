@@ -10,6 +10,11 @@ Terminating for a while). Each delete names the uid that was read, so that an ob
 under the same name is not deleted. A discovery group that does not answer (a broken aggregated
 API) does not stop the sweep: its kinds are skipped, and named in the progress. 404 is fine: it is
 idempotent. Requests ride out transient faults within the run's deadline (api.py).
+
+An object whose manifest in the plan carries `gpupaas.io/reclaim: Keep` (a service's workspace
+claim with reclaim KEEP, service_instances/podspec.py) is not deleted: its owner label is taken off
+(a JSON merge patch) and `gpupaas.io/kept-from` names the instance it was kept from, so that it
+stays in the namespace for others to mount and no later sweep finds it.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gpupaas.provisioning.drivers.base import Progress
+from gpupaas.provisioning.drivers.k8s_manifests.api import release_request
+from gpupaas.provisioning.drivers.k8s_manifests.objects import metadata_of
 from gpupaas.provisioning.drivers.k8s_manifests.ownership import located, owned_by
 from gpupaas.provisioning.drivers.kubernetes.api import NAMESPACES, KubeApi
 from gpupaas.provisioning.drivers.kubernetes.items import plan_items, read
@@ -30,7 +37,13 @@ from gpupaas.provisioning.drivers.kubernetes.owned import (
     found_on_server,
     uid_of,
 )
-from gpupaas.provisioning.plan import PermanentError, Plan
+from gpupaas.provisioning.plan import (
+    KEPT_FROM_ANNOTATION,
+    RECLAIM_ANNOTATION,
+    RECLAIM_KEEP,
+    PermanentError,
+    Plan,
+)
 from gpupaas.provisioning.wording import plural
 
 __all__ = ["destroy_plan"]
@@ -66,6 +79,12 @@ async def _destroy(
             "Leaving alone what gpupaas did not create for this instance: "
             + "; ".join(located(found.obj) for found in foreign)
         )
+    kept = [found for found in ours if _kept(found)]
+    for found in kept:
+        await _release(api, plan, found)
+    if kept:
+        await report("Keeping " + "; ".join(located(found.obj) for found in kept) + " (reclaim Keep)")
+    ours = [found for found in ours if not _kept(found)]
     namespaces = [found for found in ours if found.item.kind == "Namespace"]
     others = [found for found in ours if found.item.kind != "Namespace"]
     await report(f"Deleting {plural(len(ours), 'object')}")
@@ -104,6 +123,29 @@ async def _destroy(
         deadline,
         readiness_timeout=readiness_timeout,
         poll_interval=poll_interval,
+    )
+
+
+def _kept(found: Found) -> bool:
+    """Whether the plan keeps the object on a delete (its manifest's reclaim annotation)."""
+    annotations = metadata_of(found.item.manifest).get("annotations")
+    return isinstance(annotations, Mapping) and annotations.get(RECLAIM_ANNOTATION) == RECLAIM_KEEP
+
+
+async def _release(api: KubeApi, plan: Plan, found: Found) -> None:
+    """Takes the instance's owner label off a kept object (the sweep goes by it), and says whose it was."""
+    name = (
+        metadata_of(found.item.manifest).get("labels", {}).get("app.kubernetes.io/name") or plan.instance_name
+    )
+    await api.call(
+        release_request(
+            found.item.resource,
+            found.item.name,
+            found.item.namespace,
+            labels=[plan.owner_label],
+            annotations={RECLAIM_ANNOTATION: None, KEPT_FROM_ANNOTATION: str(name)},
+        ),
+        f"keeping {found.item.label}",
     )
 
 

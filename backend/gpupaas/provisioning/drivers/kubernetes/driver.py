@@ -20,9 +20,11 @@ from gpupaas.provisioning.drivers.base import (
     EventQuery,
     LogLine,
     LogQuery,
+    NamespaceUsage,
     Observed,
     OnDrift,
     Progress,
+    namespace_usage_of,
 )
 from gpupaas.provisioning.drivers.k8s_manifests.access import missing_text
 from gpupaas.provisioning.drivers.k8s_manifests.api import Request
@@ -30,7 +32,7 @@ from gpupaas.provisioning.drivers.k8s_manifests.nodes import GPU_MODEL_LABELS, n
 from gpupaas.provisioning.drivers.k8s_manifests.placement import PlacementSettings, placed
 from gpupaas.provisioning.drivers.k8s_manifests.pods import Graces
 from gpupaas.provisioning.drivers.kubernetes.access import missing_permissions
-from gpupaas.provisioning.drivers.kubernetes.api import NODES, KubeApi
+from gpupaas.provisioning.drivers.kubernetes.api import CLAIMS, NODES, RESOURCE_QUOTAS, KubeApi
 from gpupaas.provisioning.drivers.kubernetes.apply import apply_plan
 from gpupaas.provisioning.drivers.kubernetes.connection import ClusterConnection, Transport
 from gpupaas.provisioning.drivers.kubernetes.destroy import destroy_plan
@@ -170,6 +172,17 @@ class KubernetesDriver:
             server_version=server,
             nodes=tuple(sorted((node_info(node, model_labels) for node in nodes), key=lambda n: n.name)),
         )
+
+    async def namespace_usage(self, namespace: str) -> NamespaceUsage:
+        """The namespace's ResourceQuotas (their status, as the quota controller keeps it) and
+        its PersistentVolumeClaims; none when the namespace is not there."""
+        quotas, _ = await self._api.list_objects(
+            RESOURCE_QUOTAS, namespace, None, f"listing the resource quotas of namespace {namespace}"
+        )
+        claims, _ = await self._api.list_objects(
+            CLAIMS, namespace, None, f"listing the persistent volume claims of namespace {namespace}"
+        )
+        return namespace_usage_of([*quotas, *claims])
 
     async def close(self) -> None:
         """Releases the connections, threads and files of the driver; later calls fail."""

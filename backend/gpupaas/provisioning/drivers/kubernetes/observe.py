@@ -1,4 +1,5 @@
-"""What the cluster holds of a plan now: ABSENT when none of the plan's objects exist; FAILED with
+"""What the cluster holds of a plan now: ABSENT when none of the plan's objects exist (a
+claim a delete kept, without the instance's label, is not one of them); FAILED with
 the reason when an object or a pod of the instance failed; PROGRESSING with what it waits for;
 READY.
 
@@ -14,6 +15,7 @@ from typing import Any
 
 from gpupaas.provisioning.drivers.base import Observed, Phase
 from gpupaas.provisioning.drivers.k8s_manifests.drift import instance_health
+from gpupaas.provisioning.drivers.k8s_manifests.ownership import owned_by
 from gpupaas.provisioning.drivers.k8s_manifests.pods import Graces
 from gpupaas.provisioning.drivers.k8s_manifests.readiness import readiness
 from gpupaas.provisioning.drivers.kubernetes.api import KubeApi
@@ -25,9 +27,18 @@ from gpupaas.provisioning.drivers.kubernetes.items import (
     read,
 )
 from gpupaas.provisioning.drivers.kubernetes.pods import plan_pods
-from gpupaas.provisioning.plan import Plan
+from gpupaas.provisioning.plan import RECLAIM_ANNOTATION, RECLAIM_KEEP, Plan
 
-__all__ = ["observe_plan"]
+__all__ = ["observe_plan", "released"]
+
+
+def released(manifest: dict[str, Any], obj: dict[str, Any], plan: Plan) -> bool:
+    """Whether a destroy kept the object and let go of it: the plan keeps it on a delete and it
+    no longer carries the instance's owner label."""
+    annotations = (manifest.get("metadata") or {}).get("annotations") or {}
+    return annotations.get(RECLAIM_ANNOTATION) == RECLAIM_KEEP and not owned_by(
+        obj, plan.instance_id, plan.owner_label
+    )
 
 
 async def observe_plan(api: KubeApi, plan: Plan, graces: Graces | None = None) -> Observed:
@@ -36,6 +47,8 @@ async def observe_plan(api: KubeApi, plan: Plan, graces: Graces | None = None) -
     found: list[tuple[Item, dict[str, Any]]] = []
     missing: list[str] = []
     for item, obj in zip(items, await read(api, items), strict=True):
+        if obj is not None and released(item.manifest, obj, plan):
+            obj = None  # a claim a delete kept (reclaim Keep) is no longer the instance's
         if obj is None:
             missing.append(item.label)
         else:

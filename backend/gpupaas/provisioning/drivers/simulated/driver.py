@@ -37,12 +37,14 @@ from gpupaas.provisioning.drivers.base import (
     EventQuery,
     LogLine,
     LogQuery,
+    NamespaceUsage,
     NodeInfo,
     ObjectRef,
     Observed,
     OnDrift,
     Phase,
     Progress,
+    namespace_usage_of,
 )
 from gpupaas.provisioning.drivers.simulated import journal
 from gpupaas.provisioning.drivers.simulated.admission import Request
@@ -53,12 +55,21 @@ from gpupaas.provisioning.drivers.simulated.state import (
     WITHIN,
     admit_instance,
     admit_within,
+    keep_and_forget,
+    namespace_objects,
     set_phase,
     store,
 )
 from gpupaas.provisioning.inventory import Inventory
 from gpupaas.provisioning.models import AllocationPhase, SimulatedAllocation
-from gpupaas.provisioning.plan import DriverError, PermanentError, Plan, TemporaryError
+from gpupaas.provisioning.plan import (
+    RECLAIM_ANNOTATION,
+    RECLAIM_KEEP,
+    DriverError,
+    PermanentError,
+    Plan,
+    TemporaryError,
+)
 from gpupaas.provisioning.render.problems import TemplateError
 from gpupaas.provisioning.render.rendering import render_outputs
 from gpupaas.provisioning.render.schema import validate_manifest
@@ -246,8 +257,17 @@ class SimulatedDriver:
             raise PermanentError(message)
         await journal.stop_pods(plan.instance_id)
         if plan.within is not None:
+            kept = [
+                manifest
+                for manifest in plan.manifests
+                if (manifest.get("metadata") or {}).get("annotations", {}).get(RECLAIM_ANNOTATION)
+                == RECLAIM_KEEP
+            ]
+            if kept:
+                names = ", ".join(str(m["metadata"]["name"]) for m in kept)
+                await report(f"Keeping {names} in namespace {plan.namespace} (reclaim Keep)")
             await self._phase(report, f"Waiting for {plural(len(row.objects), 'object')} to be deleted")
-            await SimulatedAllocation.filter(instance_id=plan.instance_id).delete()
+            await keep_and_forget(plan, kept)
             await journal.forget_owner(plan.instance_id)
             return
         await self._phase(report, f"Waiting for namespace {row.namespace} to terminate")
@@ -307,6 +327,9 @@ class SimulatedDriver:
             for node in self.inventory.nodes
         )
         return ClusterInfo(server_version="simulated", nodes=nodes)
+
+    async def namespace_usage(self, namespace: str) -> NamespaceUsage:
+        return namespace_usage_of(await namespace_objects(namespace))
 
     async def close(self) -> None:
         """The simulation lives in the database: nothing to release."""

@@ -29,14 +29,31 @@ from tortoise.backends.base.client import BaseDBAsyncClient
 from tortoise.transactions import in_transaction
 
 from gpupaas.core import gpu_resources
+from gpupaas.provisioning.drivers.simulated import quota
 from gpupaas.provisioning.drivers.simulated.admission import Request, Usage, admit
-from gpupaas.provisioning.drivers.simulated.server import Server, object_key
+from gpupaas.provisioning.drivers.simulated.server import Server, distinct, object_key
 from gpupaas.provisioning.inventory import Inventory
 from gpupaas.provisioning.models import AllocationPhase, SimulatedAllocation, SimulatedCluster
-from gpupaas.provisioning.plan import PermanentError, Plan, TemporaryError
+from gpupaas.provisioning.plan import (
+    KEPT_FROM_ANNOTATION,
+    RECLAIM_ANNOTATION,
+    PermanentError,
+    Plan,
+    TemporaryError,
+)
 from gpupaas.provisioning.wording import plural
 
-__all__ = ["CLUSTER", "WITHIN", "admit_instance", "admit_within", "set_phase", "store"]
+__all__ = [
+    "CLUSTER",
+    "KEPT_PREFIX",
+    "WITHIN",
+    "admit_instance",
+    "admit_within",
+    "keep_and_forget",
+    "refresh_quotas",
+    "set_phase",
+    "store",
+]
 
 
 # The one row of SimulatedCluster: its lock serializes admission, and it counts resourceVersions.
@@ -44,6 +61,10 @@ CLUSTER = "default"
 # The allocation type of a service instance's row: it holds no capacity, only its compute
 # instance's quota.
 WITHIN = "WITHIN"
+# The instance id of the row that holds an object a deleted service left behind (a claim with
+# reclaim Keep): "kept/<the object's uid>". It is the namespace's, counted by its quota, and goes
+# with the namespace.
+KEPT_PREFIX = "kept/"
 
 
 async def _lock(conn: BaseDBAsyncClient) -> SimulatedCluster:
@@ -146,6 +167,7 @@ async def admit_within(
                     f"requests.{request.resource_name}={gpus}, used: requests.{request.resource_name}="
                     f"{used}, limited: requests.{request.resource_name}={limit}"
                 )
+        await _admit_by_quota(conn, plan, parent, replicas)
         row = await SimulatedAllocation.filter(instance_id=plan.instance_id).using_db(conn).first()
         values: dict[str, Any] = {
             "namespace": plan.namespace,
@@ -166,6 +188,115 @@ async def admit_within(
     held = shares or [*({"node": name} for name in parent.nodes), *parent.shares]
     where = ", ".join(dict.fromkeys(str(share["node"]) for share in held)) or "its nodes"
     return row, f"Scheduled {plan.instance_name} on {where}"
+
+
+def _of_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [obj for obj in objects if obj.get("kind") == kind]
+
+
+async def _namespace_rows(
+    conn: BaseDBAsyncClient, namespace: str, besides: str | None = None
+) -> list[SimulatedAllocation]:
+    """The rows of what runs in a compute instance's namespace (services, kept claims)."""
+    query = SimulatedAllocation.filter(namespace=namespace, allocation_type=WITHIN)
+    if besides is not None:
+        query = query.exclude(instance_id=besides)
+    return await query.using_db(conn).all()
+
+
+async def _admit_by_quota(
+    conn: BaseDBAsyncClient, plan: Plan, parent: SimulatedAllocation, replicas: int
+) -> None:
+    """What the namespace's ResourceQuota and the scheduler refuse of a service's objects: over a
+    quota (quota.py, the API server's words), or a pod that mounts a claim the namespace does not
+    have (the scheduler's "persistentvolumeclaim not found")."""
+    others = await _namespace_rows(conn, plan.namespace, besides=plan.instance_id)
+    held = [*parent.objects, *(obj for row in others for obj in row.objects)]
+    manifests = distinct(plan.manifests)
+    if replicas:
+        claims = {
+            str((obj.get("metadata") or {}).get("name"))
+            for obj in [*held, *manifests]
+            if obj.get("kind") == "PersistentVolumeClaim"
+        }
+        for manifest in _of_kind(manifests, "Deployment"):
+            pod = ((manifest.get("spec") or {}).get("template") or {}).get("spec") or {}
+            for volume in pod.get("volumes") or []:
+                claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+                if claim and claim not in claims:
+                    have = ", ".join(sorted(claims)) or "none"
+                    raise PermanentError(
+                        f'0/1 nodes are available for {plan.instance_name}: persistentvolumeclaim "{claim}" '
+                        f"not found in namespace {plan.namespace} (it has {have})"
+                    )
+    limit_ranges = _of_kind(parent.objects, "LimitRange")
+    quota.admit(
+        manifests,
+        _of_kind(parent.objects, "ResourceQuota"),
+        limit_ranges,
+        quota.usage_of(held, limit_ranges),
+    )
+
+
+async def refresh_quotas(conn: BaseDBAsyncClient, namespace: str) -> None:
+    """Writes `status.used` of the namespace's ResourceQuotas (on its compute instance's row) from
+    everything the namespace holds, as the API server's quota controller does."""
+    parent = (
+        await SimulatedAllocation.filter(namespace=namespace)
+        .exclude(allocation_type=WITHIN)
+        .using_db(conn)
+        .first()
+    )
+    if parent is None or not _of_kind(parent.objects, "ResourceQuota"):
+        return
+    rows = await _namespace_rows(conn, namespace)
+    limit_ranges = _of_kind(parent.objects, "LimitRange")
+    used = quota.usage_of([*parent.objects, *(obj for row in rows for obj in row.objects)], limit_ranges)
+    objects = copy.deepcopy(parent.objects)
+    for obj in objects:
+        if obj.get("kind") == "ResourceQuota":
+            obj["status"] = quota.status(obj, used)
+    if objects != parent.objects:
+        parent.objects = objects
+        await parent.save(using_db=conn, update_fields=["objects", "updated_at"])
+
+
+async def namespace_objects(namespace: str) -> list[dict[str, Any]]:
+    """Everything a compute instance's namespace holds: its own objects (the quota, with the
+    `status.used` refresh_quotas keeps) and its services' and kept claims'."""
+    rows = await SimulatedAllocation.filter(namespace=namespace).all()
+    return [copy.deepcopy(obj) for row in rows for obj in row.objects]
+
+
+async def keep_and_forget(plan: Plan, keep: list[dict[str, Any]]) -> None:
+    """A service's row deleted (its objects gone with it), but the objects of `keep` (its claims
+    with reclaim Keep) left in its namespace: without its owner label, on rows of their own."""
+    async with in_transaction() as conn:
+        row = await SimulatedAllocation.filter(instance_id=plan.instance_id).using_db(conn).first()
+        kept = []
+        if row is not None:
+            wanted = {object_key(obj) for obj in keep}
+            kept = [copy.deepcopy(obj) for obj in row.objects if object_key(obj) in wanted]
+            await row.delete(using_db=conn)
+        for obj in kept:
+            metadata = obj.setdefault("metadata", {})
+            labels = {k: v for k, v in (metadata.get("labels") or {}).items() if k != plan.owner_label}
+            metadata["labels"] = labels
+            annotations = {
+                k: v for k, v in (metadata.get("annotations") or {}).items() if k != RECLAIM_ANNOTATION
+            }
+            annotations[KEPT_FROM_ANNOTATION] = plan.instance_name
+            metadata["annotations"] = annotations
+            await SimulatedAllocation.create(
+                using_db=conn,
+                instance_id=KEPT_PREFIX + str(metadata.get("uid") or plan.instance_id),
+                namespace=plan.namespace,
+                allocation_type=WITHIN,
+                gpu_vendor="CPU",
+                objects=[obj],
+                phase=AllocationPhase.READY,
+            )
+        await refresh_quotas(conn, plan.namespace)
 
 
 async def _place_partition(
@@ -231,6 +362,7 @@ async def store(plan: Plan, manifests: list[dict[str, Any]]) -> list[dict[str, A
         row.node_ports = server.ports
         row.message = f"Waiting for {plural(len(applied), 'object')} to be ready"
         await row.save(using_db=conn, update_fields=["objects", "node_ports", "message", "updated_at"])
+        await refresh_quotas(conn, plan.namespace)
         if server.resource_version != cluster.resource_version:
             cluster.resource_version = server.resource_version
             await cluster.save(using_db=conn, update_fields=["resource_version", "updated_at"])
