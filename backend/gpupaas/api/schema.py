@@ -39,6 +39,7 @@ from gpupaas.service_instances.graphql import (
     ServiceInstanceQuery,
     ServiceInstanceSubscription,
 )
+from gpupaas.service_instances.ssh_graphql import ServiceInstanceSshMutation
 from gpupaas.settings import Settings
 from gpupaas.ssh_keys.graphql import SshKeysMutation, SshKeysQuery
 from gpupaas.webhooks.graphql import WebhooksMutation, WebhooksQuery
@@ -80,6 +81,7 @@ Mutation = merge_types(
         PullSecretsMutation,
         SchedulesMutation,
         SshKeysMutation,
+        ServiceInstanceSshMutation,
     ),
 )
 Subscription = merge_types("Subscription", (ComputeSubscription, ServiceInstanceSubscription))

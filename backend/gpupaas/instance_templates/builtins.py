@@ -16,7 +16,8 @@ Image choices:
   1 GB, fits any GPU) so that the template works as is; users change the model in the command.
 - Ubuntu on CPU: `ubuntu:24.04`, the current LTS.
 
-The shells (PyTorch, Ubuntu) run `sleep infinity` so that users exec in. Hugging Face downloads go
+The shells (PyTorch, Ubuntu) run `sleep infinity` with SSH access declared on port 22 (user root):
+gpupaas starts its own SSH server beside the command, with the owner's keys. Hugging Face downloads go
 to the workspace (`HF_HOME`), which keeps them across stop/start.
 """
 
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpupaas.instance_templates.spec import Port, ServiceSpec
+from gpupaas.instance_templates.spec import Port, ServiceSpec, SshAccess
 
 __all__ = ["BUILTIN_INSTANCE_TEMPLATES", "BuiltinInstanceTemplate", "builtin_instance_template"]
 
@@ -35,6 +36,9 @@ VLLM_DEFAULT_MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
 UBUNTU_IMAGE = "ubuntu:24.04"
 
 _HF_HOME = ("HF_HOME", "/workspace/.cache/huggingface")
+# The shells are reached over SSH: gpupaas starts an SSH server beside `sleep infinity`.
+_SSH_PORT = Port(name="SSH", port=22)
+_SSH = SshAccess(port="SSH", user="root")
 
 
 @dataclass(frozen=True)
@@ -75,14 +79,16 @@ BUILTIN_INSTANCE_TEMPLATES: tuple[BuiltinInstanceTemplate, ...] = (
         display_name="PyTorch (NVIDIA)",
         description=(
             "A shell in NVIDIA's PyTorch container (NGC, CUDA 12.8, Python 3.12): the container waits, "
-            "you open a terminal in it and run your own code. Work in /workspace, which is kept "
+            "you connect over SSH and run your own code. Work in /workspace, which is kept "
             "across stop and start."
         ),
         spec=ServiceSpec(
             vendor="NVIDIA",
             image=NGC_PYTORCH_IMAGE,
             command=("sleep", "infinity"),
+            ports=(_SSH_PORT,),
             env=(_HF_HOME,),
+            ssh=_SSH,
         ),
     ),
     BuiltinInstanceTemplate(
@@ -90,14 +96,16 @@ BUILTIN_INSTANCE_TEMPLATES: tuple[BuiltinInstanceTemplate, ...] = (
         display_name="PyTorch (AMD ROCm)",
         description=(
             "A shell in AMD's PyTorch container (ROCm 6.4, PyTorch 2.7, Python 3.12) for Instinct "
-            "GPUs: the container waits, you open a terminal in it and run your own code. Work in "
+            "GPUs: the container waits, you connect over SSH and run your own code. Work in "
             "/workspace, which is kept across stop and start."
         ),
         spec=ServiceSpec(
             vendor="AMD",
             image=ROCM_PYTORCH_IMAGE,
             command=("sleep", "infinity"),
+            ports=(_SSH_PORT,),
             env=(_HF_HOME,),
+            ssh=_SSH,
         ),
     ),
     BuiltinInstanceTemplate(
@@ -130,10 +138,12 @@ BUILTIN_INSTANCE_TEMPLATES: tuple[BuiltinInstanceTemplate, ...] = (
         name="ubuntu",
         display_name="Ubuntu 24.04 (CPU)",
         description=(
-            "A plain Ubuntu 24.04 shell without GPUs: the container waits, you open a terminal in it. "
+            "A plain Ubuntu 24.04 shell without GPUs: the container waits, you connect over SSH. "
             "Work in /workspace, which is kept across stop and start."
         ),
-        spec=ServiceSpec(vendor="CPU", image=UBUNTU_IMAGE, command=("sleep", "infinity")),
+        spec=ServiceSpec(
+            vendor="CPU", image=UBUNTU_IMAGE, command=("sleep", "infinity"), ports=(_SSH_PORT,), ssh=_SSH
+        ),
     ),
 )
 

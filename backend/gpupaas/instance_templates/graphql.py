@@ -23,7 +23,7 @@ from gpupaas.graphql.context import Info
 from gpupaas.graphql.loaders import by_id
 from gpupaas.instance_templates import service
 from gpupaas.instance_templates.models import ImagePullPolicy, InstanceTemplate, Protocol
-from gpupaas.instance_templates.spec import Port, ServiceSpec, port_kubernetes_names
+from gpupaas.instance_templates.spec import Port, ServiceSpec, SshAccess, port_kubernetes_names
 
 ImagePullPolicyEnum = strawberry.enum(ImagePullPolicy, name="ImagePullPolicy")
 ProtocolEnum = strawberry.enum(Protocol, name="Protocol")
@@ -76,6 +76,28 @@ class ContainerPortInput:
         )
 
 
+@strawberry.type(
+    description="SSH access: gpupaas starts an SSH server on the port `port` names, beside the command, "
+    "that lets `user` in with the keys of the service's owner and those added to the service."
+)
+class SshAccessType:
+    port: str = strawberry.field(description='The name (label) of one of the TCP ports, like "SSH".')
+    user: str = strawberry.field(description="The image's user the SSH server logs in, like root.")
+
+    @classmethod
+    def of(cls, spec: ServiceSpec) -> SshAccessType | None:
+        return None if spec.ssh is None else cls(port=spec.ssh.port, user=spec.ssh.user)
+
+
+@strawberry.input(description='SSH access; on an update, port "" removes it.')
+class SshAccessInput:
+    port: str = strawberry.field(description='The name (label) of one of the TCP ports, like "SSH".')
+    user: str | None = strawberry.field(default=None, description="Defaults to root.")
+
+    def to_service(self) -> SshAccess:
+        return SshAccess(port=self.port, user="root" if self.user is None else self.user)
+
+
 def instance_templates_by_id() -> DataLoader[uuid.UUID, InstanceTemplate | None]:
     return by_id(InstanceTemplate)
 
@@ -104,6 +126,7 @@ class InstanceTemplateType:
         description="The name of an image pull secret its services pull the image with (a project "
         "template: one of the project's; a global one: each project's secret of that name).",
     )
+    ssh: SshAccessType | None = strawberry.field(description="SSH access, or null for none.")
     built_in: bool = strawberry.field(
         description="Shipped with gpupaas (global); platform admins may edit it but not delete it."
     )
@@ -134,6 +157,7 @@ class InstanceTemplateType:
             env=[KeyValue(key=e["key"], value=e["value"]) for e in template.env],
             gpu_partition=template.gpu_partition,
             image_pull_secret=template.image_pull_secret,
+            ssh=SshAccessType.of(template.spec()),
             built_in=template.built_in,
             created_at=template.created_at,
             updated_at=template.updated_at,
@@ -167,6 +191,10 @@ class CreateInstanceTemplateInput:
         description="The name of an image pull secret its services pull the image with (a project "
         "template: one of the project's; a global one: each project's secret of that name).",
     )
+    ssh: SshAccessInput | None = strawberry.field(
+        default=None,
+        description="SSH access: an SSH server beside the command (which it needs), on one of the ports.",
+    )
 
 
 @strawberry.input(
@@ -188,6 +216,7 @@ class UpdateInstanceTemplateInput:
     env: list[KeyValueInput] | None = None
     gpu_partition: str | None = strawberry.field(default=None, description='"" clears it (whole GPUs).')
     image_pull_secret: str | None = strawberry.field(default=None, description='"" clears it.')
+    ssh: SshAccessInput | None = strawberry.field(default=None, description='port "" removes it.')
 
 
 @strawberry.type
@@ -211,6 +240,7 @@ def _template_in(data: CreateInstanceTemplateInput | UpdateInstanceTemplateInput
         env=pairs_in(data.env),
         gpu_partition=data.gpu_partition,
         image_pull_secret=data.image_pull_secret,
+        ssh=None if data.ssh is None else data.ssh.to_service(),
     )
 
 

@@ -58,6 +58,8 @@ class InstanceTemplate(Model):
     gpu_partition = fields.CharField(max_length=63, null=True)
     # The name of an image pull secret of the project the service runs in (pull_secrets).
     image_pull_secret = fields.CharField(max_length=63, null=True)
+    # SSH access ({port, user}: the port's label and the user), or NULL for none.
+    ssh: fields.JSONField[dict[str, str] | None] = fields.JSONField(null=True)
     built_in = fields.BooleanField(default=False)
     created_at = fields.DatetimeField(auto_now_add=True)
     updated_at = fields.DatetimeField(auto_now=True)
@@ -80,6 +82,7 @@ class InstanceTemplate(Model):
                 "env": self.env,
                 "gpuPartition": self.gpu_partition,
                 "imagePullSecret": self.image_pull_secret,
+                "ssh": self.ssh,
             }
         )
 
@@ -95,3 +98,4 @@ class InstanceTemplate(Model):
         self.env = data["env"]
         self.gpu_partition = data["gpuPartition"]
         self.image_pull_secret = data["imagePullSecret"]
+        self.ssh = data["ssh"]

@@ -37,7 +37,7 @@ from gpupaas.core.search import matching
 from gpupaas.instance_templates import gpustack
 from gpupaas.instance_templates.builtins import BUILTIN_INSTANCE_TEMPLATES
 from gpupaas.instance_templates.models import ImagePullPolicy, InstanceTemplate
-from gpupaas.instance_templates.spec import Port, ServiceSpec, check_spec
+from gpupaas.instance_templates.spec import Port, ServiceSpec, SshAccess, check_spec
 from gpupaas.pull_secrets import service as pull_secrets
 
 __all__ = [
@@ -75,6 +75,8 @@ class TemplateIn:
     gpu_partition: str | None = None
     # The name of one of the project's image pull secrets; "" clears it.
     image_pull_secret: str | None = None
+    # SSH access; a port of "" clears it.
+    ssh: SshAccess | None = None
 
 
 def is_global(owner: Project) -> bool:
@@ -160,6 +162,8 @@ def _spec_with(base: ServiceSpec, data: TemplateIn) -> ServiceSpec:
         changes["gpu_partition"] = data.gpu_partition.strip() or None
     if data.image_pull_secret is not None:
         changes["image_pull_secret"] = data.image_pull_secret.strip() or None
+    if data.ssh is not None:
+        changes["ssh"] = data.ssh if data.ssh.port.strip() else None
     return replace(base, **changes)
 
 
@@ -387,6 +391,7 @@ def _as_written(template: gpustack.Template) -> TemplateIn:
         env=spec.env,
         gpu_partition=spec.gpu_partition or "",
         image_pull_secret=spec.image_pull_secret or "",
+        ssh=spec.ssh or SshAccess(port=""),
     )
 
 
