@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpupaas.instance_templates.gpustack import Template, export_catalog, gpustack_path, parse_catalog
-from gpupaas.instance_templates.spec import PROTOCOLS, PULL_POLICIES, VENDORS, Port, ServiceSpec
+from gpupaas.instance_templates.spec import PROTOCOLS, PULL_POLICIES, VENDORS, Port, ServiceSpec, SshAccess
 
 text = st.text(st.characters(exclude_categories=("Cs", "Cc")), max_size=12) | st.sampled_from(
     ["", "0", "1.0", "true", "null", "~", "- x", "{{generated_token}}", "a: b", "#", "line\nbreak"]
@@ -40,6 +40,8 @@ specs = st.builds(
     env=st.lists(st.tuples(text, text), max_size=3).map(tuple),
     gpu_partition=st.none() | st.sampled_from(["nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb", "bad"]),
     image_pull_secret=st.none() | names,
+    ssh=st.none()
+    | st.builds(SshAccess, port=text.filter(bool), user=st.sampled_from(["root", "jovyan", "x y"])),
 )
 templates = st.builds(
     Template, name=names, display_name=st.none() | text.filter(bool), description=st.none() | text, spec=specs
@@ -79,3 +81,37 @@ def test_paths_of_the_services_fields_are_the_files() -> None:
         == "items[2].spec.resources.acceleratorPartitionedProfile"
     )
     assert gpustack_path(2, ("input", "imagePullSecret"), spec) == "items[2].spec.imagePullSecret.name"
+
+
+def test_gpustacks_ssh_port_means_ssh_access_and_x_gpupaas_says_otherwise() -> None:
+    text = """
+items:
+  - name: shell
+    spec: {image: ubuntu, command: [tail, -f, /dev/null], ports: [{name: http, port: 80}, {name: SSH, port: 22}]}
+  - name: no-command
+    spec: {image: ubuntu, ports: [{name: SSH, port: 22}]}
+  - name: other-user
+    spec: {image: ubuntu, command: [sleep, infinity], ports: [{name: login, port: 2222}]}
+    x-gpupaas: {ssh: {port: login, user: jovyan}}
+  - name: none
+    spec: {image: ubuntu, command: [sleep, infinity], ports: [{name: SSH, port: 22}]}
+    x-gpupaas: {ssh: null}
+  - name: bad
+    spec: {image: ubuntu, command: [sleep, infinity]}
+    x-gpupaas: {ssh: {user: root, host: x}}
+"""
+    shell, no_command, other, none, bad = parse_catalog(text)
+    assert shell.template is not None and shell.template.spec.ssh == SshAccess(port="SSH", user="root")
+    # without a command there is nothing to start the SSH server beside: no SSH access
+    assert no_command.template is not None and no_command.template.spec.ssh is None
+    assert other.template is not None and other.template.spec.ssh == SshAccess(port="login", user="jovyan")
+    assert none.template is not None and none.template.spec.ssh is None
+    assert [field for field, _ in bad.problems] == [
+        "items[4].x-gpupaas.ssh.host",
+        "items[4].x-gpupaas.ssh.port",
+    ]
+    # and exporting writes x-gpupaas only where the ports alone would say something else
+    read = [entry.template for entry in (shell, no_command, other, none) if entry.template is not None]
+    exported = export_catalog(read)
+    assert exported.count("x-gpupaas") == 2
+    assert [entry.template for entry in parse_catalog(exported)] == read

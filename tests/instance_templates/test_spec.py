@@ -377,6 +377,7 @@ def test_the_json_form_uses_the_apis_field_names() -> None:
         "env": [{"key": "A", "value": "1"}, {"key": "B", "value": ""}],
         "gpuPartition": None,
         "imagePullSecret": None,
+        "ssh": None,
     }
 
 

@@ -17,6 +17,7 @@ from gpupaas.provisioning.models import SimulatedAllocation
 from gpupaas.provisioning.plan import PermanentError, Plan, build_plan
 from gpupaas.service_instances.plan import build_service_plan
 from tests.conftest import Database
+from tests.service_instances.ssh_setup import ssh_setup
 
 COMPUTE = str(uuid.uuid4())
 RESOURCES = {
@@ -52,6 +53,7 @@ def compute_plan() -> Plan:
 def service_plan(
     name: str = "nb", *, gpus: int = 1, running: bool = True, service_id: str | None = None, **changes: object
 ) -> Plan:
+    changes.setdefault("ssh", ssh_setup(TEMPLATES[str(changes.get("template", "jupyterlab-pytorch"))].spec))
     return build_service_plan(
         service_id=service_id or str(uuid.uuid5(uuid.NAMESPACE_DNS, name)),
         name=name,

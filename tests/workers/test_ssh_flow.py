@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncssh
 import pytest
 
+from gpupaas.audit.models import AuditEntry
 from gpupaas.bootstrap import seed
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core.actor import Role
@@ -169,6 +170,11 @@ async def test_ssh_end_to_end_on_the_simulated_cluster(
     listed = (await gql.data(SHOW, {"id": service_id}, token=alice.token))["serviceInstance"]
     assert [k["name"] for k in listed["sshKeys"]] == ["ci"]
     assert listed["ssh"]["hostKeyFingerprint"] == ssh["hostKeyFingerprint"]  # the same server
+
+    # audited: who added which key to which service
+    (entry,) = await AuditEntry.filter(object_type="ServiceInstanceSshKey", object_id=ci["sshKey"]["id"])
+    assert (entry.actor_name, entry.project_name) == ("dana", "ml")
+    assert entry.changes["fingerprint"]["to"] == ci["sshKey"]["fingerprint"]
 
     # when the key is deleted again, bob is refused
     deleted = (await gql.data(DELETE_KEY, {"id": ci["sshKey"]["id"]}, token=alice.token))[

@@ -56,6 +56,7 @@ from gpupaas.instance_templates.spec import (
     find_placeholders,
     resolve,
     spec_to_json,
+    ssh_port,
 )
 from gpupaas.provisioning.registry import ClusterDriver
 from gpupaas.pull_secrets import service as pull_secrets
@@ -499,6 +500,11 @@ async def create_service(actor: Actor, data: ServiceIn, *, secret_key: str) -> S
         changes["env"] = tuple((key, value) for key, value in data.env)
     if data.ports is not None:
         changes["ports"] = tuple(data.ports)
+        # The template's SSH access stays: its port is kept when the caller's ports leave it out.
+        declared = ssh_port(spec)
+        names = {port.name.strip().casefold() for port in data.ports}
+        if declared is not None and declared.name.strip().casefold() not in names:
+            changes["ports"] = (*changes["ports"], declared)
     if data.gpu_partition is not None:
         changes["gpu_partition"] = data.gpu_partition.strip() or None
     if data.image_pull_secret is not None:
