@@ -6,6 +6,7 @@ the reason shown) and one without (gone)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import re
 from typing import Any
@@ -14,6 +15,7 @@ import httpx
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import expect
 
+from gpupaas.accounts.models import User
 from tests.e2e.conftest import Watched, new_page, screenshot, sign_in
 from tests.factories import make_instance, make_profile, make_project, make_user
 
@@ -29,6 +31,18 @@ async def _me_with_token(url: str, token: str) -> Any:
             "/graphql", json={"query": ME}, headers={"Authorization": f"Bearer {token}"}
         )
     return response.json()
+
+
+async def _disabled_at(username: str) -> object:
+    """When the user was disabled, as the database has it: the test's own reads share the app's
+    connection, so this waits (a few seconds at most) until the admin's change is there to read,
+    and the token is then checked against what is committed."""
+    for _ in range(50):
+        user = await User.get(username=username)
+        if user.disabled_at is not None:
+            return user.disabled_at
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{username} is shown Disabled but the database has them enabled")
 
 
 async def _goes_to_sign_in(page: Any) -> None:
@@ -145,8 +159,9 @@ async def test_people_flow(db: object, studio: str, browser: Any) -> None:
     await nav.get_by_role("link", name="Users").click()
     await admin.get_by_role("button", name="Disable dana").click()
     await expect(admin.get_by_test_id("user-dana").get_by_text("Disabled")).to_be_visible()
+    disabled_at = await _disabled_at("dana")
     answer = await _me_with_token(studio, token)
-    assert answer.get("data", {}).get("me") is None, answer
+    assert answer.get("data", {}).get("me") is None, (answer, disabled_at)
     await _goes_to_sign_in(user)
 
     # enabled again, given a new password by the admin, then deleted: gone from the list, signed out

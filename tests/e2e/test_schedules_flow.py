@@ -32,7 +32,7 @@ async def test_an_admin_schedules_stops_and_an_owner_extends_an_auto_stop(
     page = await new_page(browser, watched)
     await sign_in(page, studio, "alice")
     await page.get_by_role("link", name="Schedules").click()
-    await expect(page.get_by_role("heading", name="Schedules")).to_be_visible()
+    await expect(page.get_by_role("heading", name="Schedules", exact=True)).to_be_visible()
     form = page.get_by_role("form", name="New schedule")
     await form.get_by_label(re.compile(r"^Time zone")).fill("Berlin")
     await form.get_by_role("button", name="Add Schedule").click()
