@@ -38,7 +38,7 @@ from gpupaas.settings import Settings
 
 # The real Kafka-protocol broker (tansu) for the tests that need one.
 from tests.fake_kube.fixtures import fake_kube  # noqa: F401
-from tests.kafka_broker import kafka_broker, tansu_binary  # noqa: F401
+from tests.kafka_broker import kafka_broker, own_broker, tansu_binary  # noqa: F401
 from tests.required import POSTGRES, missing
 
 # pytester: tests/test_required.py runs small pytest sessions of its own.

@@ -6,6 +6,8 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
+
 from gpupaas.accounts import service as accounts
 from gpupaas.accounts.models import Project, User
 from gpupaas.catalog.models import (
@@ -18,6 +20,7 @@ from gpupaas.catalog.models import (
 from gpupaas.catalog.service import profiles, templates
 from gpupaas.core.actor import Actor, Role
 from gpupaas.core.gpus import Vendor
+from gpupaas.provisioning.plan import Plan
 from tests.conftest import SECRET_KEY
 
 _seq = itertools.count(1)
@@ -166,3 +169,17 @@ async def make_webhook(project: str, *events: Any, enabled: bool = True) -> Any:
         await platform_actor(), project, data, secret_key=SECRET_KEY, allow_private=False
     )
     return hook
+
+
+def record_plans(driver: Any, monkeypatch: pytest.MonkeyPatch) -> list[Plan]:
+    """The plans a driver is given from now on (in order), to read their manifests; the driver
+    still applies them."""
+    plans: list[Plan] = []
+    apply = driver.apply
+
+    async def recording(plan: Plan, *args: Any, **kwargs: Any) -> Any:
+        plans.append(plan)
+        return await apply(plan, *args, **kwargs)
+
+    monkeypatch.setattr(driver, "apply", recording)
+    return plans

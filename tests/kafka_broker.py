@@ -2,7 +2,8 @@
 
 `kafka_broker` (session) runs one broker on a free loopback port with memory storage and yields a
 `TansuBroker`: `.bootstrap` for clients, `.stop()` / `.start()` for fault tests (same port again;
-memory storage starts empty, so re-create topics after a restart), `.bus()` for a KafkaBus with
+memory storage starts empty, so re-create topics after a restart), `.restart()` for both at once (a
+broker that comes back empty mid-stream, as the consumers' healing tests need), `.bus()` for a KafkaBus with
 settings that suit tansu and quick tests. Tests keep apart by using topic and group names of their
 own (`unique()`), or a NamespacedBus.
 
@@ -101,6 +102,12 @@ class TansuBroker:
                     ) from None
                 time.sleep(0.01)
 
+    def restart(self) -> None:
+        """Stopped and started again on the same port: with memory storage, empty (no topics, no
+        messages, no consumer groups), as a broker that lost its storage comes back."""
+        self.stop()
+        self.start()
+
     def stop(self, timeout: float = 5.0) -> None:
         """Stops the broker and waits for the process to end, so the port can be reused at once.
 
@@ -138,6 +145,19 @@ def tansu_binary() -> str:
 @pytest.fixture(scope="session")
 def kafka_broker(tansu_binary: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TansuBroker]:
     broker = TansuBroker(tansu_binary, free_port(), tmp_path_factory.mktemp("tansu") / "tansu.log")
+    broker.start()
+    try:
+        yield broker
+    finally:
+        with contextlib.suppress(Exception):
+            broker.stop()
+
+
+@pytest.fixture
+def own_broker(tansu_binary: str, tmp_path: Path) -> Iterator[TansuBroker]:
+    """A broker for one test alone (tansu starts at once): for tests that restart it mid-stream,
+    so that no other test's topics or groups vanish under it."""
+    broker = TansuBroker(tansu_binary, free_port(), tmp_path / "tansu.log")
     broker.start()
     try:
         yield broker

@@ -45,12 +45,29 @@ def test_postgres_urls_and_required_secret() -> None:
         ({"GPUPAAS_DRIVER": "kubernetes-ish"}, "expected simulated"),
         ({"GPUPAAS_KAFKA_NAMESPACE": "a b"}, "letters, digits"),
         ({"GPUPAAS_RUN_LEASE_SECONDS": "0"}, "must be at least 0.1"),
+        (
+            {"GPUPAAS_STATUS_WATCHDOG_SECONDS": "soon"},
+            "GPUPAAS_STATUS_WATCHDOG_SECONDS='soon': expected a number",
+        ),
+        (
+            {"GPUPAAS_STATUS_WATCHDOG_SECONDS": "0"},
+            "expected seconds from 0.5 to 86400",
+        ),
+        ({"GPUPAAS_STATUS_WATCHDOG_SECONDS": "90000"}, "how long an API process may receive no status event"),
     ],
 )
 def test_bad_values_say_what_to_do(env: dict[str, str], message: str, tmp_path: Path) -> None:
     env = {"GPUPAAS_DATABASE_URL": f"sqlite://{tmp_path}/x.db", **env}
     with pytest.raises(SettingsError, match=message.replace("(", r"\(").replace("?", r"\?")):
         Settings.from_env(env)
+
+
+def test_the_status_watchdog_waits_30_seconds_unless_told(tmp_path: Path) -> None:
+    base = {"GPUPAAS_DATABASE_URL": f"sqlite://{tmp_path}/x.db"}
+    assert Settings.from_env(base).status_watchdog_seconds == 30.0
+    assert (
+        Settings.from_env({**base, "GPUPAAS_STATUS_WATCHDOG_SECONDS": "2.5"}).status_watchdog_seconds == 2.5
+    )
 
 
 def test_switches(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import contextlib
 import gc
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -233,13 +233,26 @@ async def healthz(request: Request) -> Response:
     return JSONResponse({"status": "ok"})
 
 
-async def readyz(request: Request) -> Response:
-    try:
-        await Tortoise.get_connection("default").execute_query("SELECT 1")
-    except Exception as error:  # any failure means "not ready"; the reason is logged, not shown
-        log.warning("readiness check failed: %s", error)
-        return JSONResponse({"status": "unavailable", "database": "unreachable"}, status_code=503)
-    return JSONResponse({"status": "ok", "database": "ok"})
+def readiness(graphql: GraphQLApp) -> Callable[[Request], Awaitable[Response]]:
+    """/readyz: the database answers and, in a process that serves live status, its status consumer
+    hears what the outbox publishes (events/watchdog.py; the reason under `statusEvents`)."""
+
+    async def readyz(request: Request) -> Response:
+        try:
+            await Tortoise.get_connection("default").execute_query("SELECT 1")
+        except Exception as error:  # any failure means "not ready"; the reason is logged, not shown
+            log.warning("readiness check failed: %s", error)
+            return JSONResponse({"status": "unavailable", "database": "unreachable"}, status_code=503)
+        watchdog = graphql.runtime.watchdog if graphql.runtime is not None else None
+        if watchdog is None:
+            return JSONResponse({"status": "ok", "database": "ok"})
+        if watchdog.problem is not None:
+            return JSONResponse(
+                {"status": "unavailable", "database": "ok", "statusEvents": watchdog.problem}, status_code=503
+            )
+        return JSONResponse({"status": "ok", "database": "ok", "statusEvents": "ok"})
+
+    return readyz
 
 
 def create_app(settings: Settings, *, migrate: bool = True, runtime: Runtime | None = None) -> Starlette:
@@ -270,7 +283,7 @@ def create_app(settings: Settings, *, migrate: bool = True, runtime: Runtime | N
 
     routes: list[Any] = [
         Route("/healthz", healthz),
-        Route("/readyz", readyz),
+        Route("/readyz", readiness(graphql)),
         Route("/metrics", metrics_endpoint.endpoint(graphql.metrics, settings)),
         Route("/graphql", graphql, methods=["GET", "POST"]),
         WebSocketRoute("/graphql", graphql),

@@ -17,6 +17,7 @@ from gpupaas.core.metrics import Metrics
 from gpupaas.events.broadcast import StatusBroadcaster
 from gpupaas.events.bus import Bus
 from gpupaas.events.relay import TOPICS, Relay
+from gpupaas.events.watchdog import StatusWatchdog
 from gpupaas.provisioning.drivers.base import Driver
 from gpupaas.provisioning.drivers.simulated.endpoints import SimulatedEndpoints
 from gpupaas.provisioning.plan import Plan
@@ -94,7 +95,13 @@ class Runtime:
         self.relay = Relay(self.bus, keep_status=timedelta(hours=settings.status_replay_hours))
         # Every process sends webhook deliveries; several share them through their claims.
         self.webhooks = Dispatcher(settings.secret_key, delivery_policy(settings))
-        self.broadcaster = StatusBroadcaster(self.bus) if serve_api else None
+        self.broadcaster = StatusBroadcaster(self.bus, metrics=self.metrics) if serve_api else None
+        # Live status must not go silent: /readyz reports a deaf status consumer (events/watchdog.py).
+        self.watchdog = (
+            StatusWatchdog(self.broadcaster, settings.status_watchdog_seconds, metrics=self.metrics)
+            if self.broadcaster is not None
+            else None
+        )
         worker_wanted = settings.run_worker if run_worker is None else run_worker
         self.worker = (
             Worker(self.bus, self.drivers, worker_settings(settings), metrics=self.metrics)
@@ -143,6 +150,8 @@ class Runtime:
         await self.bus.ensure_topics(TOPICS)
         if self.broadcaster is not None:
             await self.broadcaster.start()
+        if self.watchdog is not None:
+            await self.watchdog.start()
         if self.worker is not None:
             await self.worker.start()
         if self.drift is not None:
@@ -171,6 +180,8 @@ class Runtime:
             await self.drift.stop()
         if self.worker is not None:
             await self.worker.stop()
+        if self.watchdog is not None:
+            await self.watchdog.stop()
         if self.broadcaster is not None:
             await self.broadcaster.stop()
         await self.bus.stop()

@@ -62,6 +62,18 @@ def _float(env: Mapping[str, str], name: str, default: float, *, minimum: float 
     return _number(env, name, default, minimum, float, "a number")
 
 
+def _watchdog_seconds(env: Mapping[str, str]) -> float:
+    name = "GPUPAAS_STATUS_WATCHDOG_SECONDS"
+    seconds = _float(env, name, 30.0)
+    if not 0.5 <= seconds <= 86_400:
+        raise SettingsError(
+            f"{name}={env[name]!r}: expected seconds from 0.5 to 86400 (a day): how long an API process "
+            "may receive no status event while the outbox says some were published, before /readyz "
+            "reports it not ready and its status consumer is reconnected (30 by default)"
+        )
+    return seconds
+
+
 def _database_url(env: Mapping[str, str]) -> str:
     raw = env.get("GPUPAAS_DATABASE_URL", "").strip()
     if not raw:
@@ -367,6 +379,9 @@ class Settings:
     # Resumable status subscriptions (README, "How a deploy flows"): how long status events are kept
     # for a subscription that resumes with `after:`; past it the subscription gets a snapshot.
     status_replay_hours: float = 24.0
+    # The status watchdog (events/watchdog.py): an API process that has heard no status event for
+    # this long while the outbox says some were published is not ready and reconnects its consumer.
+    status_watchdog_seconds: float = 30.0
     run_lease_seconds: float = 30.0
     run_max_attempts: int = 3
     run_requeue_after_seconds: float = 30.0
@@ -486,6 +501,7 @@ class Settings:
             ),
             kubernetes_retry_seconds=_float(env, "GPUPAAS_KUBERNETES_RETRY_SECONDS", 300.0),
             status_replay_hours=_float(env, "GPUPAAS_STATUS_REPLAY_HOURS", 24.0, minimum=0.01),
+            status_watchdog_seconds=_watchdog_seconds(env),
             run_lease_seconds=_float(env, "GPUPAAS_RUN_LEASE_SECONDS", 30.0, minimum=0.1),
             run_max_attempts=_int(env, "GPUPAAS_RUN_MAX_ATTEMPTS", 3, minimum=1),
             run_requeue_after_seconds=_float(env, "GPUPAAS_RUN_REQUEUE_AFTER_SECONDS", 30.0, minimum=0.1),

@@ -27,7 +27,7 @@ from gpupaas.service_instances.connect import ConnectLink, connect_links
 from gpupaas.service_instances.podspec import SshSetup, build_objects
 from gpupaas.service_instances.ssh_material import new_host_key
 
-NAMES = ["jupyterlab-pytorch", "pytorch", "pytorch-rocm", "vllm-openai", "ubuntu", "cann-910b", "cann-310p"]
+NAMES = ["jupyterlab-pytorch", "pytorch", "pytorch-rocm", "vllm-openai", "ubuntu"]
 
 
 def template(name: str) -> BuiltinInstanceTemplate:
@@ -38,7 +38,7 @@ def template(name: str) -> BuiltinInstanceTemplate:
 
 def test_the_builtins_ship_in_order() -> None:
     assert [t.name for t in BUILTIN_INSTANCE_TEMPLATES] == NAMES
-    assert {t.spec.vendor for t in BUILTIN_INSTANCE_TEMPLATES} == {"NVIDIA", "AMD", "ASCEND", "CPU"}
+    assert {t.spec.vendor for t in BUILTIN_INSTANCE_TEMPLATES} == {"NVIDIA", "AMD", "CPU"}
     assert builtin_instance_template("nope") is None
 
 
@@ -134,8 +134,6 @@ def test_vllm_serves_a_small_model_behind_the_generated_api_key() -> None:
         ("pytorch", "NVIDIA", "nvcr.io/nvidia/pytorch:"),
         ("pytorch-rocm", "AMD", "rocm/pytorch:"),
         ("ubuntu", "CPU", "ubuntu:24.04"),
-        ("cann-910b", "ASCEND", "quay.io/ascend/cann:8.5.0-910b-"),
-        ("cann-310p", "ASCEND", "quay.io/ascend/cann:8.5.0-310p-"),
     ],
 )
 def test_the_shells_wait_for_users_to_log_in_over_ssh(name: str, vendor: str, image: str) -> None:

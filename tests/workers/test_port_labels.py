@@ -3,19 +3,16 @@ pipeline: the labels are kept, Kubernetes gets DNS-safe names, and the service r
 
 from __future__ import annotations
 
-from typing import Any
-
 import kubernetes_validate
 import pytest
 
 from gpupaas.bootstrap import seed
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core.actor import Role
-from gpupaas.provisioning.plan import Plan
 from gpupaas.service_instances.models import ServiceInstance
 from gpupaas.service_instances.states import ServiceStatus
 from tests.conftest import GraphQLClient
-from tests.factories import make_instance, make_profile, make_project, make_user
+from tests.factories import make_instance, make_profile, make_project, make_user, record_plans
 from tests.workers.conftest import Pipeline, eventually, wait_status
 
 pytestmark = pytest.mark.parametrize("pipeline", ["memory"], indirect=True)
@@ -45,27 +42,13 @@ PORTS = [
 ]
 
 
-def record_plans(pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch) -> list[Plan]:
-    """The plans the simulated cluster is given, to read their manifests."""
-    driver = pipeline.driver()
-    plans: list[Plan] = []
-    apply = driver.apply
-
-    async def recording(plan: Plan, *args: Any, **kwargs: Any) -> Any:
-        plans.append(plan)
-        return await apply(plan, *args, **kwargs)
-
-    monkeypatch.setattr(driver, "apply", recording)
-    return plans
-
-
 async def test_labelled_ports_run_with_kubernetes_names(
     db: object, pipeline: Pipeline, gql: GraphQLClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await seed()
     alice = await make_user("alice")
     project = await make_project("ml", alice=Role.ADMIN)
-    plans = record_plans(pipeline, monkeypatch)
+    plans = record_plans(pipeline.driver(), monkeypatch)
     box = await make_instance(project, await make_profile(project), name="box", deploy=True, by=alice)
     await wait_status(box.id, DeploymentStatus.SUCCESS)
 

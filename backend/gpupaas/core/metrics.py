@@ -114,6 +114,23 @@ class Metrics:
             ["worker"],
             registry=self.registry,
         )
+        # Consumers that healed (events/bus.py, "Healing") and the status watchdog's reconnects
+        # (events/watchdog.py): counted where they happen, so they say something only when the
+        # broker lost messages under a consumer or a process stopped hearing status events.
+        self.consumer_resets = Counter(
+            "gpupaas_kafka_consumer_resets",
+            "Times this process's consumers moved a partition's position to a safe point because it "
+            "was no longer valid (beyond_high_watermark, out_of_range: a broker that lost messages; "
+            "reassigned: a partition new to a broadcast consumer), by topic, partition and reason.",
+            ["topic", "partition", "reason"],
+            registry=self.registry,
+        )
+        self.status_reconnects = Counter(
+            "gpupaas_status_consumer_reconnects",
+            "Times this API process's status consumer was reconnected by the watchdog: the outbox "
+            "published status events that it did not receive within GPUPAAS_STATUS_WATCHDOG_SECONDS.",
+            registry=self.registry,
+        )
         # What a scrape reads first besides the database (api/metrics.py): the consumers' lag.
         self.scrape_readers: list[Callable[[], Awaitable[None]]] = []
 
@@ -132,6 +149,9 @@ class Metrics:
             labels = (group, topic, str(partition))
             self._lag_labels.add(labels)
             self.kafka_lag.labels(*labels).set(lag)
+
+    def count_reset(self, topic: str, partition: int, reason: str) -> None:
+        self.consumer_resets.labels(topic, str(partition), reason).inc()
 
     def observe_operation(self, name: str | None, kind: str, seconds: float) -> None:
         self.operation_seconds.labels(self._operation_label(name), kind).observe(seconds)

@@ -3,6 +3,12 @@ gpupaas.status) and hands it to its own subscribers, by instance and by project.
 
 Subscribers get queues; a slow subscriber's queue is bounded and, when full, it is told to catch
 up (it re-reads the current state) instead of holding memory for everyone.
+
+When the consumer may have missed events, every subscriber is told to catch up from the database
+(`Resync`): when the consumer moved a partition to a safe point (events/bus.py, "Healing": a
+broker that came back without its storage, a partition new to it) and when it is reconnected (the
+status watchdog's doing, events/watchdog.py). The broadcaster keeps, per project, the last cursor
+it heard, for the watchdog to compare with what the outbox says it published.
 """
 
 from __future__ import annotations
@@ -14,9 +20,11 @@ import logging
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from gpupaas.events.bus import STATUS_TOPIC, Bus, Consumer
+from gpupaas.core.metrics import Metrics
+from gpupaas.events.bus import STATUS_TOPIC, Bus, Consumer, Reset
 
 log = logging.getLogger("gpupaas.broadcast")
 T = TypeVar("T")
@@ -87,13 +95,20 @@ class StatusBroadcaster:
     # How many recent events' shared reads `once` keeps.
     SHARED_READS = 256
 
-    def __init__(self, bus: Bus) -> None:
+    def __init__(self, bus: Bus, *, metrics: Metrics | None = None) -> None:
         self.bus = bus
+        self.metrics = metrics
         self._shared: OrderedDict[Hashable, asyncio.Future[Any]] = OrderedDict()
         self._by_instance: dict[str, set[Subscription]] = {}
         self._by_project: dict[str, set[Subscription]] = {}
         self._consumer: Consumer | None = None
         self._task: asyncio.Task[None] | None = None
+        # What this process heard: per project, the last cursor; and since when its consumer has
+        # been listening (it hears what is published after that, nothing from before).
+        self.heard: dict[str, int] = {}
+        self.listening_since: datetime | None = None
+        self.last_heard_at: datetime | None = None
+        self._reconnecting = asyncio.Lock()
         # Called with a user id when the topic says that user's credentials or rights changed
         # ({"type": "credentials", "userId": ...}, accounts.credentials_changed).
         self.credential_listeners: set[Callable[[str], None]] = set()
@@ -103,23 +118,56 @@ class StatusBroadcaster:
         return sum(map(len, self._by_instance.values())) + sum(map(len, self._by_project.values()))
 
     async def start(self) -> None:
-        self._consumer = self.bus.consumer([STATUS_TOPIC], group=None)
-        await self._consumer.start()
-        self._task = asyncio.create_task(self._run(), name="status-broadcaster")
+        await self._listen()
+
+    async def _listen(self) -> None:
+        consumer = self.bus.consumer([STATUS_TOPIC], group=None, on_reset=self._consumer_reset)
+        await consumer.start()
+        self._consumer = consumer
+        self.listening_since = datetime.now(UTC)  # it gets what is published from now on
+        self._task = asyncio.create_task(self._run(consumer), name="status-broadcaster")
+
+    async def _unlisten(self) -> None:
+        task, consumer = self._task, self._consumer
+        self._task = self._consumer = None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if consumer is not None:
+            await consumer.stop()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-        if self._consumer is not None:
-            await self._consumer.stop()
+        await self._unlisten()
 
-    async def _run(self) -> None:
-        assert self._consumer is not None
+    @property
+    def listening(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    async def reconnect(self) -> None:
+        """A new consumer instead of the current one (positioned at the end: it hears what is
+        published from now on), then every subscriber catches up from the database. Raises
+        BusUnavailable when the broker does not take the new consumer (nothing listens then; the
+        next call tries again)."""
+        async with self._reconnecting:
+            await self._unlisten()
+            try:
+                await self._listen()
+            finally:
+                # Whatever came meanwhile is in the database: also when no consumer listens now.
+                self.resync()
+
+    async def _consumer_reset(self, reset: Reset) -> None:
+        """The consumer moved a partition on (the bus has logged it): what it skipped is read again
+        from the database by every subscriber."""
+        if self.metrics is not None:
+            self.metrics.count_reset(reset.topic, reset.partition, reset.reason)
+        self.resync()
+
+    async def _run(self, consumer: Consumer) -> None:
         while True:
             try:
-                messages = await self._consumer.getmany(timeout=1.0, max_records=500)
+                messages = await consumer.getmany(timeout=1.0, max_records=500)
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -138,7 +186,13 @@ class StatusBroadcaster:
                         "skipping a malformed status event at %s/%s", message.partition, message.offset
                     )
                     continue
+                self._heard(event)
                 self.dispatch(event)
+
+    def _heard(self, event: StatusEvent) -> None:
+        self.last_heard_at = datetime.now(UTC)
+        if event.cursor is not None and event.cursor > self.heard.get(event.project_id, 0):
+            self.heard[event.project_id] = event.cursor
 
     def _credentials_changed(self, user_id: str) -> None:
         for listener in list(self.credential_listeners):

@@ -23,6 +23,18 @@ commit those partitions inside the callback), then `on_assigned` gets its new as
 empty). A member that stops does not get `on_revoked` for itself. A broadcast consumer's
 `on_assigned` is called once, when `start()` has positioned it. Exceptions raised by callbacks are
 logged, not propagated (as aiokafka does).
+
+Healing: a consumer whose position on a partition is no longer valid (beyond the partition's high
+watermark, as when a broker that lost its storage re-created the topic from offset 0; or answered
+out of range by the broker; or fallen behind what the in-process bus keeps) moves to a safe point by
+itself and says so once per partition: a warning with the topic, the partition and both offsets,
+and its `on_reset` callback with a `Reset`. A group member moves to the earliest offset (commands
+are idempotent: nothing is lost, a repeat does nothing); a broadcast consumer on (Kafka: to the
+end; the in-process bus: to its oldest kept message), and what it missed is the caller's to read
+again from the database. A broadcast consumer whose partitions
+change under it (the topic re-created with another partition count) starts the new ones at their
+end and reports them the same way (reason `reassigned`). `getmany` calls `on_reset` before it
+returns the messages read after the reset.
 """
 
 from __future__ import annotations
@@ -55,6 +67,28 @@ class Message:
 
 Assignment = set[tuple[str, int]]
 RebalanceCallback = Callable[[Assignment], Awaitable[None]]
+
+# Why a consumer's position was moved (the `reason` label of gpupaas_kafka_consumer_resets_total).
+BEYOND_HIGH_WATERMARK = "beyond_high_watermark"
+OUT_OF_RANGE = "out_of_range"
+REASSIGNED = "reassigned"
+
+
+@dataclass(frozen=True)
+class Reset:
+    """A consumer's position on one partition was moved to a safe point (see the module's
+    docstring): from `position` (None when it had none) to `to`; `high_watermark` is the
+    partition's as the broker last said (None when unknown)."""
+
+    topic: str
+    partition: int
+    position: int | None
+    high_watermark: int | None
+    to: int
+    reason: str
+
+
+ResetCallback = Callable[[Reset], Awaitable[None]]
 
 
 class Consumer(Protocol):
@@ -112,6 +146,7 @@ class Bus(Protocol):
         group: str | None,
         on_assigned: RebalanceCallback | None = None,
         on_revoked: RebalanceCallback | None = None,
+        on_reset: ResetCallback | None = None,
     ) -> Consumer: ...
 
 

@@ -18,11 +18,21 @@ Broker quirks handled here (seen on tansu, the broker of our tests; harmless on 
   on: when the only member of a group that never rebalanced stops, the next member to join waits
   for the old one's session to expire (about `session_timeout_ms` more).
 - Idempotent producing (InitProducerId) fails on tansu: pass `idempotence=False` there.
+- tansu with memory storage comes back from a restart empty: the topics are re-created from
+  offset 0 and a fetch beyond the new high watermark answers no records and no error, so a
+  consumer would wait there for ever. Every consumer compares its position with the high watermark
+  of each fetch response and moves to its safe point when it is beyond (events/bus.py, "Healing").
+  A broadcast consumer gives aiokafka the offset reset policy "none", so that an offset the broker
+  calls out of range (Kafka does) and a partition new to it reach this module instead of being
+  moved in silence. A group member keeps "earliest" (its safe point, and a new member prefetches
+  from it at once); an out-of-range reset by aiokafka shows as its position moving back without a
+  seek of ours, and is reported as such.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -37,11 +47,24 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic  # type: ignore[import-
 from aiokafka.errors import (  # type: ignore[import-untyped]
     ConsumerStoppedError,
     KafkaError,
+    NoOffsetForPartitionError,
+    OffsetOutOfRangeError,
     TopicAlreadyExistsError,
     for_code,
 )
 
-from gpupaas.events.bus import Assignment, BusUnavailable, Consumer, Message, RebalanceCallback
+from gpupaas.events.bus import (
+    BEYOND_HIGH_WATERMARK,
+    OUT_OF_RANGE,
+    REASSIGNED,
+    Assignment,
+    BusUnavailable,
+    Consumer,
+    Message,
+    RebalanceCallback,
+    Reset,
+    ResetCallback,
+)
 
 log = logging.getLogger("gpupaas.events.kafka")
 
@@ -186,10 +209,11 @@ class KafkaBus:
         group: str | None,
         on_assigned: RebalanceCallback | None = None,
         on_revoked: RebalanceCallback | None = None,
+        on_reset: ResetCallback | None = None,
     ) -> Consumer:
         if not topics:
             raise ValueError("a consumer needs at least one topic")
-        return _KafkaConsumer(self, tuple(topics), group, on_assigned, on_revoked)
+        return _KafkaConsumer(self, tuple(topics), group, on_assigned, on_revoked, on_reset)
 
 
 class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
@@ -230,12 +254,17 @@ class _KafkaConsumer:
         group: str | None,
         on_assigned: RebalanceCallback | None,
         on_revoked: RebalanceCallback | None,
+        on_reset: ResetCallback | None = None,
     ) -> None:
         self.bus = bus
         self.topics = topics
         self.group = group
         self.on_assigned = on_assigned
         self.on_revoked = on_revoked
+        self.on_reset = on_reset
+        # Per partition: aiokafka's state object of it and the position last seen there (a
+        # position that moves back in the same state without a seek of ours was reset by aiokafka).
+        self._seen: dict[Any, tuple[Any, int]] = {}
         self._consumer: Any = None
         self._state = "new"  # -> "running" -> "stopped"
 
@@ -255,7 +284,8 @@ class _KafkaConsumer:
             client_id=bus.client_id,
             group_id=self.group,
             enable_auto_commit=False,
-            auto_offset_reset="earliest" if self.group is not None else "latest",
+            # See the module's docstring: a broadcast consumer's positions are ours to move.
+            auto_offset_reset="earliest" if self.group is not None else "none",
             fetch_max_wait_ms=bus.fetch_max_wait_ms,
             request_timeout_ms=request_timeout,
             session_timeout_ms=bus.session_timeout_ms,
@@ -277,7 +307,8 @@ class _KafkaConsumer:
             else:
                 async with asyncio.timeout(bus._timeout):
                     await consumer.start()
-                    await self._seek_to_end(consumer)
+                    for tp in await self._seek_to_end(consumer):
+                        self._remember(consumer, tp)
         except (KafkaError, OSError, TimeoutError) as error:
             await self.stop()
             what = (
@@ -292,18 +323,23 @@ class _KafkaConsumer:
             except Exception:
                 log.exception("on_assigned callback of the %s failed", self._describe_self())
 
-    async def _seek_to_end(self, consumer: Any) -> None:
-        partitions = list(consumer.assignment())
+    async def _seek_to_end(self, consumer: Any, partitions: list[Any] | None = None) -> dict[Any, int]:
+        """Moves to the high watermark of `partitions` (all assigned ones by default); returns it."""
+        partitions = list(consumer.assignment()) if partitions is None else partitions
         if not partitions:
-            return
+            return {}
         # ListOffsets(latest) gives a start that is right on Kafka and too early on tansu; the
         # high watermark of a fetch response is right on both. Records read meanwhile are older
         # than that watermark, so they are dropped by the seek.
         await consumer.seek_to_end(*partitions)
         while missing := [tp for tp in partitions if consumer.highwater(tp) is None]:
-            await consumer.getmany(*missing, timeout_ms=20)
-        for tp in partitions:
-            consumer.seek(tp, consumer.highwater(tp))
+            # The fetcher may have found them without a position before the seek: said once.
+            with contextlib.suppress(NoOffsetForPartitionError):
+                await consumer.getmany(*missing, timeout_ms=20)
+        ends = {tp: consumer.highwater(tp) for tp in partitions}
+        for tp, end in ends.items():
+            consumer.seek(tp, end)
+        return ends
 
     async def stop(self) -> None:
         consumer = self._consumer
@@ -351,8 +387,18 @@ class _KafkaConsumer:
             if self._state == "stopped":
                 return []
             raise BusUnavailable(f"the {self._describe_self()} was stopped") from None
+        except OffsetOutOfRangeError as error:
+            # {partition: the offset the broker refused}
+            for tp, offset in dict(error.args[0] if error.args else {}).items():
+                await self._heal(consumer, tp, offset, OUT_OF_RANGE)
+            return []
+        except NoOffsetForPartitionError as error:
+            await self._position_missing(consumer, error.args[0] if error.args else None)
+            return []
         except KafkaError as error:
             raise BusUnavailable(f"reading as the {self._describe_self()}: {_describe(error)}") from error
+        firsts = {tp: records[0].offset for tp, records in batches.items() if records}
+        await self._check_positions(consumer, firsts)
         return [
             Message(
                 topic=record.topic,
@@ -365,6 +411,129 @@ class _KafkaConsumer:
             for records in batches.values()
             for record in records
         ]
+
+    async def _check_positions(self, consumer: Any, read_from: dict[Any, int]) -> None:
+        """A position beyond its partition's high watermark (from the last fetch response) can only
+        mean that the partition lost messages under us (a broker that came back without its
+        storage, a topic deleted and re-created): heal it. A group member's position that moved
+        back by itself was reset by aiokafka on the broker's OFFSET_OUT_OF_RANGE: report it (seen
+        in the first offset `read_from` each partition in this batch, or in its position)."""
+        try:
+            assignment = consumer._subscription.subscription.assignment  # aiokafka 0.14's state
+            partitions = list(consumer.assignment())
+        except AttributeError:  # unassigned meanwhile (a rebalance)
+            return
+        for tp in partitions:
+            try:
+                state = assignment.state_value(tp)
+            except (KeyError, AttributeError):
+                continue
+            if state is None or not state.has_valid_position:
+                continue
+            position = state.position
+            seen = self._seen.get(tp)
+            self._seen[tp] = (state, position)
+            if state.highwater is not None and position > state.highwater:
+                await self._heal(consumer, tp, position, BEYOND_HIGH_WATERMARK)
+                continue
+            to = min(position, read_from.get(tp, position))
+            if seen is not None and seen[0] is state and to < seen[1]:
+                was, highwater = seen[1], state.highwater
+                self._warn(tp, was, highwater, OUT_OF_RANGE, to)
+                await self._report(Reset(tp.topic, tp.partition, was, highwater, to, OUT_OF_RANGE))
+
+    def _remember(self, consumer: Any, tp: Any) -> None:
+        """After a seek of ours: where the partition is now is not a move to report."""
+        try:
+            state = consumer._subscription.subscription.assignment.state_value(tp)
+        except (KeyError, AttributeError):
+            return
+        if state is not None and state.has_valid_position:
+            self._seen[tp] = (state, state.position)
+        else:
+            self._seen.pop(tp, None)
+
+    async def _heal(self, consumer: Any, tp: Any, position: int, reason: str) -> None:
+        """Moves one partition to the safe point (a group member: the earliest offset; broadcast:
+        the end), then warns and reports it (`on_reset`)."""
+        try:
+            highwater = consumer.highwater(tp)
+            async with asyncio.timeout(self.bus._timeout):
+                if self.group is not None:
+                    await consumer.seek_to_beginning(tp)
+                    to = await consumer.position(tp)
+                elif highwater is not None and reason == BEYOND_HIGH_WATERMARK:
+                    consumer.seek(tp, highwater)
+                    to = highwater
+                else:
+                    to = (await self._seek_to_end(consumer, [tp]))[tp]
+        except (KafkaError, TimeoutError, AssertionError) as error:
+            # Revoked meanwhile, or the broker gone again: the next fetch finds it again.
+            log.warning(
+                "%s: could not move partition %s of %s off offset %s (%s): %s",
+                self._describe_self(),
+                tp.partition,
+                tp.topic,
+                position,
+                reason,
+                _describe(error),
+            )
+            return
+        self._remember(consumer, tp)
+        self._warn(tp, position, highwater, reason, to)
+        await self._report(Reset(tp.topic, tp.partition, position, highwater, to, reason))
+
+    def _warn(self, tp: Any, position: int, highwater: int | None, reason: str, to: int) -> None:
+        where = "the earliest offset" if self.group is not None else "the end"
+        log.warning(
+            "%s: position %s on partition %s of %s is %s (high watermark %s): the partition lost "
+            "messages (a broker restarted without its storage?); moved to %s, offset %s",
+            self._describe_self(),
+            position,
+            tp.partition,
+            tp.topic,
+            "beyond the high watermark" if reason == BEYOND_HIGH_WATERMARK else "out of range",
+            highwater,
+            where,
+            to,
+        )
+
+    async def _position_missing(self, consumer: Any, tp: Any) -> None:
+        """A broadcast consumer's partition without a position: one that its assignment gained (the
+        topic came back with another partition count), started at its end and reported. (A group
+        member's starts at the earliest offset without asking: its reset policy says so.)"""
+        if tp is None:
+            return
+        try:
+            async with asyncio.timeout(self.bus._timeout):
+                to = (await self._seek_to_end(consumer, [tp]))[tp]
+        except (KafkaError, TimeoutError, AssertionError) as error:
+            log.warning(
+                "%s: could not position partition %s of %s: %s",
+                self._describe_self(),
+                tp.partition,
+                tp.topic,
+                _describe(error),
+            )
+            return
+        self._remember(consumer, tp)
+        log.warning(
+            "%s: partition %s of %s is new to it (the topic's partitions changed): reading it from "
+            "its end, offset %s; what was published to it before is not read",
+            self._describe_self(),
+            tp.partition,
+            tp.topic,
+            to,
+        )
+        await self._report(Reset(tp.topic, tp.partition, None, to, to, REASSIGNED))
+
+    async def _report(self, reset: Reset) -> None:
+        if self.on_reset is None:
+            return
+        try:
+            await self.on_reset(reset)
+        except Exception:
+            log.exception("on_reset callback of the %s failed", self._describe_self())
 
     async def commit(self, messages: Sequence[Message]) -> None:
         if self.group is None:

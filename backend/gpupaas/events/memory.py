@@ -10,7 +10,8 @@ that safe: unfinished work is found again from the database). So that a long-run
 not grow without bound, a partition keeps at most `retention` messages, but a message is dropped
 only once every consumer group that has ever read the topic has committed past it; so only the
 status topic (read by broadcast consumers alone) is really trimmed. A broadcast consumer that
-falls more than `retention` messages behind skips to the oldest message still kept.
+falls more than `retention` messages behind skips to the oldest message still kept, with a warning
+and its `on_reset` callback (reason `out_of_range`), as a Kafka consumer does (events/bus.py).
 """
 
 from __future__ import annotations
@@ -21,11 +22,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gpupaas.events.bus import (
+    OUT_OF_RANGE,
     Assignment,
     BusUnavailable,
     Consumer,
     Message,
     RebalanceCallback,
+    Reset,
+    ResetCallback,
     partition_for,
 )
 
@@ -111,8 +115,9 @@ class InProcessBus:
         group: str | None,
         on_assigned: RebalanceCallback | None = None,
         on_revoked: RebalanceCallback | None = None,
+        on_reset: ResetCallback | None = None,
     ) -> Consumer:
-        return _MemoryConsumer(self, tuple(topics), group, on_assigned, on_revoked)
+        return _MemoryConsumer(self, tuple(topics), group, on_assigned, on_revoked, on_reset)
 
     # internals shared with _MemoryConsumer
 
@@ -188,6 +193,7 @@ class _MemoryConsumer:
         group: str | None,
         on_assigned: RebalanceCallback | None,
         on_revoked: RebalanceCallback | None,
+        on_reset: ResetCallback | None = None,
     ) -> None:
         if not topics:
             raise ValueError("a consumer needs at least one topic")
@@ -196,6 +202,8 @@ class _MemoryConsumer:
         self.group = group
         self.on_assigned = on_assigned
         self.on_revoked = on_revoked
+        self.on_reset = on_reset
+        self._resets: list[Reset] = []  # found by _take, reported by getmany
         self.owned: Assignment = set()
         self.positions: dict[tuple[str, int], int] = {}
         self.paused = False  # during a rebalance
@@ -260,12 +268,25 @@ class _MemoryConsumer:
             messages = self._take(max_records)
             remaining = deadline - loop.time()
             if messages or remaining <= 0:
+                await self._report_resets()
                 return messages
             try:
                 async with asyncio.timeout(remaining):
                     await self._event.wait()
             except TimeoutError:
-                return self._take(max_records) if self._state == "running" else []
+                messages = self._take(max_records) if self._state == "running" else []
+                await self._report_resets()
+                return messages
+
+    async def _report_resets(self) -> None:
+        resets, self._resets = self._resets, []
+        for reset in resets:
+            if self.on_reset is None:
+                continue
+            try:
+                await self.on_reset(reset)
+            except Exception:
+                log.exception("on_reset callback of a consumer of %s failed", ", ".join(self.topics))
 
     def _take(self, max_records: int) -> list[Message]:
         if self.paused or not self.owned:
@@ -278,11 +299,28 @@ class _MemoryConsumer:
             if len(taken) >= max_records:
                 break
             partition = self.bus._topics[tp[0]][tp[1]]
+            if self.positions[tp] < partition.start:
+                self._skipped(tp, partition)
             batch = partition.read(self.positions[tp], max_records - len(taken))
             if batch:
                 taken.extend(batch)
                 self.positions[tp] = batch[-1].offset + 1
         return taken
+
+    def _skipped(self, tp: tuple[str, int], partition: _Partition) -> None:
+        """A broadcast consumer fell behind what the partition keeps: on to its oldest message."""
+        position = self.positions[tp]
+        log.warning(
+            "consumer of %s: position %s on partition %s is before the oldest message kept (%s, high "
+            "watermark %s): skipping to it; the messages between are lost to this consumer",
+            tp[0],
+            position,
+            tp[1],
+            partition.start,
+            partition.end,
+        )
+        self.positions[tp] = partition.start
+        self._resets.append(Reset(tp[0], tp[1], position, partition.end, partition.start, OUT_OF_RANGE))
 
     async def commit(self, messages: Sequence[Message]) -> None:
         if self.group is None:

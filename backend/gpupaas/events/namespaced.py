@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 
-from gpupaas.events.bus import Assignment, Bus, Consumer, Message
+from gpupaas.events.bus import Assignment, Bus, Consumer, Message, Reset, ResetCallback
 
 
 class NamespacedConsumer:
@@ -64,11 +64,20 @@ class NamespacedBus:
         group: str | None,
         on_assigned: Callable[[Assignment], Awaitable[None]] | None = None,
         on_revoked: Callable[[Assignment], Awaitable[None]] | None = None,
+        on_reset: ResetCallback | None = None,
     ) -> Consumer:
+        reported = None
+        if on_reset is not None:
+            callback = on_reset
+
+            async def reported(reset: Reset) -> None:
+                await callback(dataclasses.replace(reset, topic=reset.topic.removeprefix(self.prefix)))
+
         inner = self.inner.consumer(
             [self.prefix + t for t in topics],
             group=self.prefix + group if group else None,
             on_assigned=on_assigned,
             on_revoked=on_revoked,
+            on_reset=reported,
         )
         return NamespacedConsumer(inner, self.prefix)

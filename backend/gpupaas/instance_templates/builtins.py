@@ -15,14 +15,6 @@ Image choices:
 - vLLM: the project's `vllm/vllm-openai` image, serving a small model (Qwen2.5 0.5B Instruct, about
   1 GB, fits any GPU) so that the template works as is; users change the model in the command.
 - Ubuntu on CPU: `ubuntu:24.04`, the current LTS.
-- CANN on Ascend: Huawei's CANN development images on quay.io (`quay.io/ascend/cann`, the ones
-  GPUStack's catalog ships), pinned to CANN 8.5.0 on Ubuntu 22.04 with Python 3.11. CANN's images are
-  built per chip (its operator libraries and the driver's user-space parts differ between the
-  training 910B and the inference 310P), so there is one template per chip: launched in a compute
-  instance of that chip, its pod asks for the chip's own resource (`huawei.com/Ascend910` for the
-  910B, `huawei.com/Ascend310P`; see core/gpu_resources.py). The images set CANN's environment
-  (`set_env.sh`) for login shells; the device plugin and the Ascend Docker Runtime mount the NPUs
-  and the driver.
 
 The shells (PyTorch, Ubuntu) run `sleep infinity` with SSH access declared on port 22 (user root):
 gpupaas starts its own SSH server beside the command, with the owner's keys. Hugging Face downloads go
@@ -42,8 +34,6 @@ ROCM_PYTORCH_IMAGE = "rocm/pytorch:rocm6.4.4_ubuntu24.04_py3.12_pytorch_release_
 VLLM_IMAGE = "vllm/vllm-openai:v0.11.0"
 VLLM_DEFAULT_MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
 UBUNTU_IMAGE = "ubuntu:24.04"
-CANN_910B_IMAGE = "quay.io/ascend/cann:8.5.0-910b-ubuntu22.04-py3.11"
-CANN_310P_IMAGE = "quay.io/ascend/cann:8.5.0-310p-ubuntu22.04-py3.11"
 
 _HF_HOME = ("HF_HOME", "/workspace/.cache/huggingface")
 # The shells are reached over SSH: gpupaas starts an SSH server beside `sleep infinity`.
@@ -153,32 +143,6 @@ BUILTIN_INSTANCE_TEMPLATES: tuple[BuiltinInstanceTemplate, ...] = (
         ),
         spec=ServiceSpec(
             vendor="CPU", image=UBUNTU_IMAGE, command=("sleep", "infinity"), ports=(_SSH_PORT,), ssh=_SSH
-        ),
-    ),
-    BuiltinInstanceTemplate(
-        name="cann-910b",
-        display_name="CANN 8.5 (Ascend 910B)",
-        description=(
-            "A shell in Huawei's CANN 8.5.0 container (Ubuntu 22.04, Python 3.11) for Ascend 910B NPUs "
-            "(Atlas 800T A2, 900 A2): the container waits, you open a terminal in it and run your own "
-            "code. Launch it in a compute instance of 910B NPUs; for 310P ones, choose CANN (Ascend "
-            "310P). Work in /workspace, which is kept across stop and start."
-        ),
-        spec=ServiceSpec(
-            vendor="ASCEND", image=CANN_910B_IMAGE, command=("sleep", "infinity"), env=(_HF_HOME,)
-        ),
-    ),
-    BuiltinInstanceTemplate(
-        name="cann-310p",
-        display_name="CANN 8.5 (Ascend 310P)",
-        description=(
-            "A shell in Huawei's CANN 8.5.0 container (Ubuntu 22.04, Python 3.11) for Ascend 310P "
-            "inference NPUs (Atlas 300I Pro, 300I Duo, 300V): the container waits, you open a terminal "
-            "in it and run your own code. Launch it in a compute instance of 310P NPUs; for 910B ones, "
-            "choose CANN (Ascend 910B). Work in /workspace, which is kept across stop and start."
-        ),
-        spec=ServiceSpec(
-            vendor="ASCEND", image=CANN_310P_IMAGE, command=("sleep", "infinity"), env=(_HF_HOME,)
         ),
     ),
 )

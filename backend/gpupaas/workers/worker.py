@@ -42,6 +42,7 @@ from gpupaas.events.bus import (
     BusUnavailable,
     Consumer,
     Message,
+    Reset,
 )
 from gpupaas.provisioning.drivers.base import Driver
 from gpupaas.provisioning.plan import DriverError, PermanentError, Plan
@@ -132,6 +133,8 @@ class _InFlight:
     partitions: dict[tuple[str, int], deque[tuple[Message, asyncio.Task[None]]]] = field(default_factory=dict)
     last_of_key: dict[str, asyncio.Task[None]] = field(default_factory=dict)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
+    # Commands still running whose offsets are never to be committed (`forget`).
+    forgotten: set[asyncio.Task[None]] = field(default_factory=set)
 
     def add(self, message: Message, task: asyncio.Task[None]) -> None:
         self.partitions.setdefault((message.topic, message.partition), deque()).append((message, task))
@@ -155,8 +158,17 @@ class _InFlight:
                 done.append(last)
         return done
 
+    def forget(self, topic: str, partition: int) -> None:
+        """The partition's position was reset (a broker that lost its messages): the offsets of the
+        commands started before mean nothing in the partition as it is now, so they are not
+        committed; the commands themselves run on."""
+        for _, task in self.partitions.pop((topic, partition), ()):
+            if not task.done():
+                self.forgotten.add(task)
+                task.add_done_callback(self.forgotten.discard)
+
     def tasks(self) -> list[asyncio.Task[None]]:
-        return [task for queue in self.partitions.values() for _, task in queue]
+        return [task for queue in self.partitions.values() for _, task in queue] + list(self.forgotten)
 
 
 class Worker:
@@ -175,13 +187,17 @@ class Worker:
         self.settings = settings or WorkerSettings()
         self.name = name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self._consumer: Consumer | None = None
+        self._inflight: _InFlight | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.handled = 0
         if metrics is not None:
             metrics.on_scrape(self.read_lag)
 
     async def start(self) -> None:
-        self._consumer = self.bus.consumer([COMMANDS_TOPIC], group=WORKERS_GROUP)
+        self._inflight = _InFlight()
+        self._consumer = self.bus.consumer(
+            [COMMANDS_TOPIC], group=WORKERS_GROUP, on_reset=self._consumer_reset
+        )
         await self._consumer.start()
         consuming = asyncio.create_task(self._consume(), name=f"worker-{self.name}")
         self._tasks = [
@@ -189,6 +205,15 @@ class Worker:
             asyncio.create_task(self._reap(), name=f"reaper-{self.name}"),
             asyncio.create_task(self._beat(consuming), name=f"heartbeat-{self.name}"),
         ]
+
+    async def _consumer_reset(self, reset: Reset) -> None:
+        """The consumer went back to the earliest offset of a partition that lost messages (the bus
+        has logged it): its commands are read again (a finished run is skipped, so nothing runs
+        twice) and a command lost with the broker is published again by the reaper."""
+        if self.metrics is not None:
+            self.metrics.count_reset(reset.topic, reset.partition, reset.reason)
+        if self._inflight is not None:
+            self._inflight.forget(reset.topic, reset.partition)
 
     async def read_lag(self) -> None:
         """The commands waiting for this worker on the broker, into /metrics (Kafka only)."""
@@ -217,6 +242,7 @@ class Worker:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks = []
+        self._inflight = None
         if self._consumer is not None:
             await self._consumer.stop()
             self._consumer = None
@@ -225,7 +251,7 @@ class Worker:
         assert self._consumer is not None
         consumer = self._consumer
         slots = asyncio.Semaphore(self.settings.concurrency)
-        inflight = _InFlight()
+        inflight = self._inflight = self._inflight or _InFlight()
         committer = asyncio.create_task(self._commit_loop(consumer, inflight), name=f"commits-{self.name}")
         try:
             while True:

@@ -1,5 +1,6 @@
 import { Client, cacheExchange, fetchExchange, mapExchange, subscriptionExchange, type CombinedError } from "urql";
-import { createClient as createWsClient, type Client as WsClient } from "graphql-ws";
+import type { DocumentNode } from "graphql";
+import { createClient as createWsClient, type Client as WsClient, type ClientOptions, type FormattedExecutionResult, type Sink, type SubscribePayload } from "graphql-ws";
 
 /** Whether the live-status websocket is up; the banner shows while it is lost. */
 export type Connection = "connecting" | "connected" | "lost";
@@ -30,8 +31,9 @@ function websocketUrl(): string {
   return `${protocol === "https:" ? "wss:" : "ws:"}//${host}/graphql`;
 }
 
-/** The websocket client: the session cookie signs it in; it reconnects forever, with backoff. */
-export function createWebsocket(url: string = websocketUrl()): WsClient {
+/** The websocket client: the session cookie signs it in; it reconnects forever, with backoff.
+ * (`options`: tests give their own socket and waits.) */
+export function createWebsocket(url: string = websocketUrl(), options: Partial<ClientOptions> = {}): WsClient {
   return createWsClient({
     url,
     lazy: true,
@@ -48,6 +50,64 @@ export function createWebsocket(url: string = websocketUrl()): WsClient {
       closed: (event) => connection.set((event as CloseEvent | undefined)?.code === 1000 ? "connecting" : "lost"),
       error: () => connection.set("lost"),
     },
+    ...options,
+  });
+}
+
+/** Whether a subscription resumes: it declares an `$after` variable (the status subscriptions'
+ * cursor). */
+export function declaresAfter(query: DocumentNode | undefined): boolean {
+  return Boolean(
+    query?.definitions.some(
+      (definition) =>
+        definition.kind === "OperationDefinition" &&
+        definition.operation === "subscription" &&
+        definition.variableDefinitions?.some((variable) => variable.variable.name.value === "after"),
+    ),
+  );
+}
+
+/** The `cursor` of a status event (the one root field of a subscription's result), if it has one.
+ * Events of instances shared from another project carry none: they leave the cursor as it was. */
+export function cursorOf(result: { data?: unknown }): string | null {
+  const data = result.data;
+  if (typeof data !== "object" || data === null) return null;
+  for (const value of Object.values(data as Record<string, unknown>)) {
+    const cursor = (value as { cursor?: unknown } | null)?.cursor;
+    if (typeof cursor === "string") return cursor;
+  }
+  return null;
+}
+
+/** Subscribes through graphql-ws, resuming where it was. graphql-ws subscribes again by itself
+ * after every reconnect, sending the payload it was given once more: here the payload's
+ * `variables` are read at that moment, so a subscription that declares `$after` sends the cursor
+ * of the last event it received, and the server replays what happened while the socket was down
+ * (source REPLAY) instead of starting over. Before its first event it sends the `after` it was
+ * given (none: a snapshot). */
+export function subscribeResuming<Data, Extensions>(
+  ws: Pick<WsClient, "subscribe">,
+  request: { query: string; operationName?: string | null; variables?: Record<string, unknown> | null; extensions?: Record<string, unknown> | null },
+  resumes: boolean,
+  sink: Sink<FormattedExecutionResult<Data, Extensions>>,
+): () => void {
+  const given = request.variables ?? {};
+  let cursor: string | null = null;
+  const payload: SubscribePayload = {
+    query: request.query,
+    operationName: request.operationName ?? undefined,
+    extensions: request.extensions ?? undefined,
+    get variables() {
+      return resumes && cursor !== null ? { ...given, after: cursor } : given;
+    },
+  };
+  return ws.subscribe<Data, Extensions>(payload, {
+    next(result) {
+      if (resumes) cursor = cursorOf(result) ?? cursor;
+      sink.next(result);
+    },
+    error: (error) => sink.error(error),
+    complete: () => sink.complete(),
   });
 }
 
@@ -92,11 +152,12 @@ export function createGraphqlClient(ws: WsClient = createWebsocket()): Client {
       cacheExchange,
       fetchExchange,
       subscriptionExchange({
-        forwardSubscription(request) {
+        forwardSubscription(request, operation) {
           const input = { ...request, query: request.query || "" };
+          const resumes = declaresAfter(operation.query);
           return {
             subscribe(sink) {
-              const dispose = ws.subscribe(input, sink);
+              const dispose = subscribeResuming(ws, input, resumes, sink);
               return { unsubscribe: dispose };
             },
           };

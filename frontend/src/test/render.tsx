@@ -3,16 +3,16 @@ import { render, type RenderResult } from "@testing-library/react";
 import type { ReactElement } from "react";
 import { MemoryRouter, Route, Routes } from "react-router-dom";
 import { Provider, type Client } from "urql";
-import { fromValue, never } from "wonka";
+import { fromArray, fromValue, never } from "wonka";
 import { vi } from "vitest";
 
 type Answer = { data?: unknown; error?: unknown };
 type Handler = (variables: Record<string, unknown>) => Answer;
 
 /** A fake urql client: `answers` maps an operation name ("Me", "CreateComputeProfile") to its
- * answer (or a function of the variables). `calls` records every operation sent. Subscriptions
- * never emit unless answered. */
-export function fakeClient(answers: Record<string, Answer | Handler> = {}) {
+ * answer (or a function of the variables; a list: the events of a subscription, in order).
+ * `calls` records every operation sent. Subscriptions never emit unless answered. */
+export function fakeClient(answers: Record<string, Answer | Answer[] | Handler> = {}) {
   const calls: { name: string; variables: Record<string, unknown> }[] = [];
   const respond = (operation: { query: unknown; variables?: unknown }) => {
     const query = operation.query as { definitions: { name?: { value: string } }[] };
@@ -21,6 +21,7 @@ export function fakeClient(answers: Record<string, Answer | Handler> = {}) {
     calls.push({ name, variables });
     const answer = answers[name];
     if (answer === undefined) return never;
+    if (Array.isArray(answer)) return fromArray(answer);
     return fromValue(typeof answer === "function" ? answer(variables) : answer);
   };
   const client = {

@@ -146,6 +146,16 @@ export function DashboardPage() {
     return () => window.clearTimeout(timer);
   }, [data, lastEvent, refetch]);
 
+  // Events were missed (the socket was down longer than the server keeps them): the snapshot that
+  // came instead has the instances there are now, not those removed meanwhile, nor the counts.
+  const missed = live.missed;
+  const askedFor = useRef<string | null>(null);
+  useEffect(() => {
+    if (missed === null || askedFor.current === missed) return;
+    askedFor.current = missed;
+    refetch({ requestPolicy: "network-only" });
+  }, [missed, refetch]);
+
   // Removed instances send no event: while some are being destroyed (perhaps deleted), look again now and then.
   const destroying = data ? liveCounts(data, live).DESTROYING : 0;
   useEffect(() => {

@@ -26,6 +26,11 @@ export function StatusUpdates({ status, history }: { status: string; history: Li
         <Timeline active={history.length - 1} bulletSize={14} lineWidth={2} aria-label="Status updates">
           {history.map((entry, index) => (
             <Timeline.Item key={`${entry.at}-${index}`} title={statusLabel(entry.status)} color={entry.status === "FAILED" ? "red" : undefined}>
+              {entry.missed && (
+                <Text size="xs" c="orange" data-testid="status-updates-missed">
+                  Changes before this one were missed while the connection was down.
+                </Text>
+              )}
               {entry.message && (
                 <Text size="xs" c="dimmed">
                   {entry.message}

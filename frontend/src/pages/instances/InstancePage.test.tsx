@@ -123,6 +123,43 @@ describe("InstancePage", () => {
     expect(screen.getByRole("button", { name: "Destroy" })).not.toHaveAttribute("aria-disabled");
   });
 
+  it("after a reconnect, shows what was replayed in order, and says so when changes were missed", async () => {
+    const at = (minute: number) => `2025-03-01T10:${String(minute).padStart(2, "0")}:00+00:00`;
+    const statusEvent = (status: string, minute: number, cursor: string, source: string, missedEvents = false) => ({
+      data: {
+        computeInstanceStatus: {
+          status,
+          message: null,
+          at: at(minute),
+          cursor,
+          source,
+          missedEvents,
+          instance: instance({ status, statusMessage: null, updatedAt: at(minute), actions: actions() }),
+        },
+      },
+    });
+    setup({
+      InstanceOverview: { data: { computeInstance: instance({ status: "WAITING", statusMessage: null }) } },
+      InstanceStatusLive: [
+        statusEvent("WAITING", 0, "3", "SNAPSHOT"),
+        statusEvent("IN_PROGRESS", 1, "4", "REPLAY"),
+        statusEvent("SUCCESS", 2, "6", "REPLAY"),
+        // later the socket stayed down longer than the server keeps events
+        statusEvent("DESTROYING", 30, "90", "SNAPSHOT", true),
+      ],
+    });
+    await screen.findByRole("heading", { name: "Trainer" });
+    await waitFor(() => expect(headerStatus().closest("[data-status]")).toHaveAttribute("data-status", "DESTROYING"));
+    const updates = screen.getByRole("region", { name: "Status updates" });
+    expect([...updates.querySelectorAll(".mantine-Timeline-itemTitle")].map((title) => title.textContent)).toEqual([
+      "Waiting",
+      "In Progress",
+      "Success",
+      "Destroying",
+    ]);
+    expect(within(updates).getAllByTestId("status-updates-missed")).toHaveLength(1);
+  });
+
   it("tells that the profile changed since the snapshot, and lists runs newest first", async () => {
     setup({
       InstanceOverview: {

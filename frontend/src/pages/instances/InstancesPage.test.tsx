@@ -82,6 +82,26 @@ describe("InstancesPage", () => {
     expect(screen.getByRole("menuitem", { name: /Manage Sharing/, hidden: true })).not.toBeDisabled();
   });
 
+  it("asks for the list again when the server says events were missed while the socket was down", async () => {
+    const event = (source: string, missedEvents: boolean) => ({
+      data: {
+        computeInstanceEvents: {
+          status: "SUCCESS",
+          message: null,
+          at: "2025-03-01T10:09:00+00:00",
+          cursor: "40",
+          source,
+          missedEvents,
+          instance: { id: "id-trainer", name: "trainer", displayName: "Trainer", updatedAt: "2025-03-01T10:09:00+00:00", project, owner: { username: "ada" }, actions: actions() },
+        },
+      },
+    });
+    const { calls } = setup({ InstancesList: page([row("trainer")]), InstanceEvents: [event("SNAPSHOT", false), event("SNAPSHOT", true)] });
+    await screen.findByTestId("instance-row-trainer");
+    await waitFor(() => expect(calls.filter((c) => c.name === "InstancesList")).toHaveLength(2));
+    expect(statusOf("trainer")).toHaveAttribute("data-status", "SUCCESS");
+  });
+
   it("shows sharing, profile and an actions menu per row", async () => {
     setup({
       InstancesList: page([

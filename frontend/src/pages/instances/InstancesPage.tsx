@@ -73,6 +73,15 @@ export function InstancesPage() {
     return () => window.clearTimeout(timer);
   }, [loaded, lastEvent, refresh]);
 
+  // Events were missed (the socket was down longer than the server keeps them): ask again.
+  const missed = live.missed;
+  const askedFor = useRef<string | null>(null);
+  useEffect(() => {
+    if (missed === null || askedFor.current === missed) return;
+    askedFor.current = missed;
+    refresh();
+  }, [missed, refresh]);
+
   const ref = (row: Row): InstanceRef => ({
     id: row.id,
     name: row.name,

@@ -5,13 +5,19 @@ import type { InstanceEventsSubscription } from "../../gql/graphql";
 import type { InstanceAction } from "./actions";
 import { useSettleDeploying } from "./deployToast";
 
-/** Every status change of the project's instances (and those shared with it). */
+/** Every status change of the project's instances (and those shared with it): a snapshot of each
+ * first, then the changes. `$after` is never given by a page: the client sends the cursor of the
+ * last event when it subscribes again after a reconnect (graphql/client.ts), and the server
+ * replays what the page missed. */
 export const InstanceEventsDocument = graphql(`
-  subscription InstanceEvents($project: String!) {
-    computeInstanceEvents(project: $project) {
+  subscription InstanceEvents($project: String!, $after: String) {
+    computeInstanceEvents(project: $project, after: $after) {
       status
       message
       at
+      cursor
+      source
+      missedEvents
       instance {
         id
         name
@@ -45,14 +51,17 @@ export interface LiveEvent {
 }
 
 export interface LiveState {
-  /** The latest event of each instance. */
+  /** The latest event of each instance (the snapshots' included). */
   byId: Record<string, LiveEvent>;
-  /** The latest events, newest first. */
+  /** The latest changes, newest first (replayed ones included; snapshots are no change). */
   feed: LiveEvent[];
+  /** The cursor of the last snapshot that came because events were missed (the socket was down
+   * longer than the server keeps them): what lists show may be out of date, ask again. */
+  missed: string | null;
 }
 
 const FEED_SIZE = 20;
-export const EMPTY_LIVE: LiveState = { byId: {}, feed: [] };
+export const EMPTY_LIVE: LiveState = { byId: {}, feed: [], missed: null };
 
 function time(value: string): number {
   const parsed = Date.parse(value);
@@ -73,13 +82,17 @@ export function reduceLive(previous: LiveState | undefined, data: InstanceEvents
     at: event.at,
     actions: event.instance.actions,
   };
+  const missed = event.missedEvents ? (event.cursor ?? state.missed ?? "") : state.missed;
   const known = state.byId[live.id];
   // Events come in order per instance; never go back to an older one.
-  if (known && time(known.at) > time(live.at)) return state;
-  return { byId: { ...state.byId, [live.id]: live }, feed: [live, ...state.feed].slice(0, FEED_SIZE) };
+  if (known && time(known.at) > time(live.at)) return missed === state.missed ? state : { ...state, missed };
+  const byId = { ...state.byId, [live.id]: live };
+  if (event.source === "SNAPSHOT") return { byId, feed: state.feed, missed };
+  return { byId, feed: [live, ...state.feed].slice(0, FEED_SIZE), missed };
 }
 
-/** The live status events of a project's instances, from the moment the page opened. */
+/** The live status events of a project's instances, from the moment the page opened, resumed
+ * after every reconnect. */
 export function useInstanceEvents(project: string): LiveState {
   const [{ data }] = useSubscription({ query: InstanceEventsDocument, variables: { project }, pause: !project }, reduceLive);
   const newest = data?.feed[0];

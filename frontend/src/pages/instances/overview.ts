@@ -103,12 +103,16 @@ export const InstanceOverviewDocument = graphql(`
   }
 `);
 
+/** `$after`: the client's, after a reconnect (graphql/client.ts); pages leave it out. */
 export const InstanceStatusLiveDocument = graphql(`
-  subscription InstanceStatusLive($id: ID!) {
-    computeInstanceStatus(id: $id) {
+  subscription InstanceStatusLive($id: ID!, $after: String) {
+    computeInstanceStatus(id: $id, after: $after) {
       status
       message
       at
+      cursor
+      source
+      missedEvents
       instance {
         ...InstanceOverviewFields
       }
@@ -121,8 +125,8 @@ type StatusEvent = InstanceStatusLiveSubscription["computeInstanceStatus"];
 
 export interface Live {
   latest: StatusEvent;
-  /** The statuses as they came, oldest first. */
-  history: { status: string; message: string | null; at: string }[];
+  /** The statuses as they came, oldest first (`missed`: changes before this one were missed). */
+  history: { status: string; message: string | null; at: string; missed?: boolean }[];
 }
 
 export function time(value: string): number {
@@ -135,11 +139,10 @@ export function reduceLive(previous: Live | undefined, data: InstanceStatusLiveS
   // Another instance (the page was reused for another id): start over.
   const history = previous && previous.latest.instance.id === event.instance.id ? previous.history : [];
   const last = history[history.length - 1];
-  const same = last && last.status === event.status && last.message === (event.message ?? null);
-  return {
-    latest: event,
-    history: same ? history : [...history, { status: event.status, message: event.message ?? null, at: event.at }].slice(-12),
-  };
+  const missed = event.missedEvents && history.length > 0;
+  const same = !missed && last && last.status === event.status && last.message === (event.message ?? null);
+  const entry = { status: event.status, message: event.message ?? null, at: event.at, ...(missed ? { missed } : {}) };
+  return { latest: event, history: same ? history : [...history, entry].slice(-12) };
 }
 
 /** The newest of what the query and the live events tell: the instance, and its status and

@@ -180,12 +180,15 @@ export const ServiceDetailDocument = graphql(`
   }
 `);
 
+/** `$after`: the client's, after a reconnect (graphql/client.ts); pages leave it out. */
 export const ServiceStatusLiveDocument = graphql(`
-  subscription ServiceStatusLive($id: ID!) {
-    serviceInstanceStatus(id: $id) {
+  subscription ServiceStatusLive($id: ID!, $after: String) {
+    serviceInstanceStatus(id: $id, after: $after) {
       status
       message
       at
+      cursor
+      source
       instance {
         id
         status
