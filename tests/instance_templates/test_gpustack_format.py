@@ -14,13 +14,18 @@ text = st.text(st.characters(exclude_categories=("Cs", "Cc")), max_size=12) | st
 names = st.from_regex(r"[a-z]([-a-z0-9]{0,10}[a-z0-9])?", fullmatch=True)
 
 
+# Labels and numbers that GPUStack's SSH ports have (the import derives SSH access from them), as
+# often as any other.
+port_labels = text.filter(bool) | st.sampled_from(["SSH", "ssh", "Web SSH", "ssh-2", "JUPYTER"])
+
+
 @st.composite
 def ports(draw: st.DrawFn) -> tuple[Port, ...]:
-    labels = draw(st.lists(text.filter(bool), max_size=4, unique_by=str.casefold))
+    labels = draw(st.lists(port_labels, max_size=4, unique_by=str.casefold))
     return tuple(
         Port(
             name=label,
-            port=draw(st.integers(1, 65535)),
+            port=draw(st.integers(1, 65535) | st.just(22)),
             protocol=draw(st.sampled_from(PROTOCOLS)),
             access_params=tuple(draw(st.dictionaries(text, text, max_size=3)).items()),
         )
@@ -28,23 +33,36 @@ def ports(draw: st.DrawFn) -> tuple[Port, ...]:
     )
 
 
-specs = st.builds(
-    ServiceSpec,
-    vendor=st.sampled_from(VENDORS),
-    image=text,
-    image_pull_policy=st.sampled_from(PULL_POLICIES),
-    command=st.lists(text, max_size=4).map(tuple),
-    container_disk=text.filter(bool),
-    mount_path=text.filter(bool),
-    ports=ports(),
-    env=st.lists(st.tuples(text, text), max_size=3).map(tuple),
-    gpu_partition=st.none() | st.sampled_from(["nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb", "bad"]),
-    image_pull_secret=st.none() | names,
-    ssh=st.none()
-    | st.builds(SshAccess, port=text.filter(bool), user=st.sampled_from(["root", "jovyan", "x y"])),
-)
+@st.composite
+def specs(draw: st.DrawFn) -> ServiceSpec:
+    spec_ports = draw(ports())
+    # SSH access on one of the spec's ports (what the ports would derive, or not), or on a label
+    # the spec does not have
+    ssh_port = st.sampled_from([p.name for p in spec_ports]) if spec_ports else port_labels
+    ssh = st.builds(SshAccess, port=ssh_port | port_labels, user=st.sampled_from(["root", "jovyan", "x y"]))
+    return ServiceSpec(
+        vendor=draw(st.sampled_from(VENDORS)),
+        image=draw(text),
+        image_pull_policy=draw(st.sampled_from(PULL_POLICIES)),
+        command=tuple(draw(st.lists(text, max_size=4))),
+        container_disk=draw(text.filter(bool)),
+        mount_path=draw(text.filter(bool)),
+        ports=spec_ports,
+        env=tuple(draw(st.lists(st.tuples(text, text), max_size=3))),
+        gpu_partition=draw(
+            st.none() | st.sampled_from(["nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb", "bad"])
+        ),
+        image_pull_secret=draw(st.none() | names),
+        ssh=draw(st.none() | ssh),
+    )
+
+
 templates = st.builds(
-    Template, name=names, display_name=st.none() | text.filter(bool), description=st.none() | text, spec=specs
+    Template,
+    name=names,
+    display_name=st.none() | text.filter(bool),
+    description=st.none() | text,
+    spec=specs(),
 )
 
 
