@@ -31,7 +31,7 @@ CREATE_SERVICE = """mutation($input: CreateServiceInstanceInput!) {
   createServiceInstance(input: $input) { serviceInstance { id } userErrors { field message code } }
 }"""
 SHOW = """query($id: ID!) { serviceInstance(id: $id) {
-  status connect { port url } ssh { command host port user hostKeyFingerprint }
+  status connect { port url } sshAccess { port user } ssh { command host port user hostKeyFingerprint }
   sshKeys { id name fingerprint }
 } }"""
 ADD_KEY = """mutation($input: AddServiceInstanceSshKeyInput!) {
@@ -197,4 +197,7 @@ async def test_ssh_end_to_end_on_the_simulated_cluster(
         return (await ServiceInstance.get(id=service_id)).status == ServiceStatus.STOPPED
 
     await eventually(stopped, what="the service to stop")
-    assert (await gql.data(SHOW, {"id": service_id}, token=alice.token))["serviceInstance"]["ssh"] is None
+    stopped_shows = (await gql.data(SHOW, {"id": service_id}, token=alice.token))["serviceInstance"]
+    # nothing answers while stopped, but the service still declares its SSH access (started again)
+    assert stopped_shows["ssh"] is None
+    assert stopped_shows["sshAccess"] == {"port": "SSH", "user": "root"}

@@ -43,6 +43,7 @@ from gpupaas.instance_templates.graphql import (
     ContainerPort,
     ContainerPortInput,
     InstanceTemplateType,
+    SshAccessType,
     instance_templates_by_id,
 )
 from gpupaas.instance_templates.models import ImagePullPolicy
@@ -185,6 +186,13 @@ class ServiceInstanceType:
             access_params=instances.manages(info.context.actor, self._model),
         )
         return [ConnectLink(port=link.port, url=link.url) for link in links]
+
+    @strawberry.field(
+        description="The SSH access its spec declares (copied from its template), or null: none. "
+        "`ssh` says how to log in once it runs."
+    )
+    def ssh_access(self) -> SshAccessType | None:
+        return SshAccessType.of(self._model.spec_model())
 
     @strawberry.field(
         description="How to log in over SSH (the exact ssh command, the host key's fingerprint); null "
