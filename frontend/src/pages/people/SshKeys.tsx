@@ -1,12 +1,10 @@
-import { Button, Code, Group, Paper, Stack, Table, Text, Textarea, TextInput, Title, VisuallyHidden } from "@mantine/core";
+import { Code, Group, Paper, Stack, Table, Text, Title, VisuallyHidden } from "@mantine/core";
 import { notifications } from "@mantine/notifications";
-import { IconPlus } from "@tabler/icons-react";
-import { useState } from "react";
 import { useMutation, useQuery } from "urql";
 
 import { ConfirmButton } from "../../components/ConfirmButton";
-import { FormErrors } from "../../components/FormErrors";
-import { describeError, errorsByField } from "../../components/errors";
+import { SshKeyForm, type SshKeyAdded } from "../../components/SshKeyForm";
+import { describeError } from "../../components/errors";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
 import { succeeded, when } from "./common";
 import { SshPublicKeyAddDocument, SshPublicKeyDeleteDocument, SshPublicKeysDocument } from "./queries";
@@ -15,28 +13,18 @@ import { SshPublicKeyAddDocument, SshPublicKeyDeleteDocument, SshPublicKeysDocum
 export function SshKeys() {
   const [{ data, error }, refetch] = useQuery({ query: SshPublicKeysDocument, requestPolicy: "cache-and-network" });
   const reload = () => refetch({ requestPolicy: "network-only" });
-  const [name, setName] = useState("");
-  const [publicKey, setPublicKey] = useState("");
-  const [errors, setErrors] = useState<Record<string, string>>({});
   const [{ fetching }, add] = useMutation(SshPublicKeyAddDocument);
   const [, remove] = useMutation(SshPublicKeyDeleteDocument);
 
-  const submit = async () => {
-    const result = await add({ input: { publicKey: publicKey.trim(), name: name.trim() || null } });
+  const submit = async (publicKey: string, name: string | null): Promise<SshKeyAdded> => {
+    const result = await add({ input: { publicKey, name } });
     const payload = result.data?.addSshPublicKey;
-    if (!payload) {
-      setErrors({ "": describeError(result.error) ?? "No answer from the server." });
-      return;
+    const key = payload?.sshPublicKey;
+    if (key) {
+      notifications.show({ color: "green", title: "SSH key added", message: `${key.name} (${key.fingerprint}) lets you into your services.` });
+      reload();
     }
-    if (payload.userErrors.length || !payload.sshPublicKey) {
-      setErrors(errorsByField(payload.userErrors));
-      return;
-    }
-    setErrors({});
-    setName("");
-    setPublicKey("");
-    notifications.show({ color: "green", title: "SSH key added", message: `${payload.sshPublicKey.name} (${payload.sshPublicKey.fingerprint}) lets you into your services.` });
-    reload();
+    return { payload: payload && { userErrors: payload.userErrors, added: Boolean(key) }, error: result.error };
   };
   const drop = async (id: string, keyName: string) => {
     const result = await remove({ id });
@@ -117,33 +105,14 @@ export function SshKeys() {
             </Table>
           </Table.ScrollContainer>
         )}
-        <form
-          onSubmit={(e) => {
-            e.preventDefault();
-            void submit();
-          }}
-        >
-          <Stack maw={640}>
-            <Textarea
-              label="Public key"
-              description="ssh-ed25519, ecdsa, or RSA of 2048 bits or more: the line of ~/.ssh/id_ed25519.pub"
-              required
-              autosize={false}
-              rows={3}
-              value={publicKey}
-              onChange={(e) => setPublicKey(e.currentTarget.value)}
-              error={errors.publicKey}
-              aria-invalid={Boolean(errors.publicKey) || undefined}
-            />
-            <TextInput label="Name" description="Optional: the key's comment when empty." value={name} onChange={(e) => setName(e.currentTarget.value)} error={errors.name} aria-invalid={Boolean(errors.name) || undefined} />
-            <FormErrors title="The key was not added" errors={errors} placed={["publicKey", "name"]} />
-            <Group>
-              <Button type="submit" leftSection={<IconPlus size={16} />} loading={fetching}>
-                Add SSH key
-              </Button>
-            </Group>
-          </Stack>
-        </form>
+        <SshKeyForm
+          keyLabel="Public key"
+          keyDescription="ssh-ed25519, ecdsa, or RSA of 2048 bits or more: the line of ~/.ssh/id_ed25519.pub"
+          nameLabel="Name"
+          submitLabel="Add SSH key"
+          fetching={fetching}
+          add={submit}
+        />
       </Stack>
     </Paper>
   );

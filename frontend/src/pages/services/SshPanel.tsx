@@ -2,15 +2,13 @@
  * which follows the service live): the host key's fingerprint to compare with what ssh shows the
  * first time, and the keys added to the service besides its owner's, which its owner and the
  * project's admins add and delete. */
-import { Button, Code, Group, Stack, Table, Text, TextInput, Textarea, Title, VisuallyHidden } from "@mantine/core";
+import { Code, Group, Stack, Table, Text, Title, VisuallyHidden } from "@mantine/core";
 import { notifications } from "@mantine/notifications";
-import { IconPlus } from "@tabler/icons-react";
-import { useState } from "react";
 import { useMutation } from "urql";
 
 import { ConfirmButton } from "../../components/ConfirmButton";
-import { FormErrors } from "../../components/FormErrors";
-import { describeError, errorsByField } from "../../components/errors";
+import { SshKeyForm, type SshKeyAdded } from "../../components/SshKeyForm";
+import { describeError } from "../../components/errors";
 import { ServiceSshKeyAddDocument, ServiceSshKeyDeleteDocument } from "./queries";
 
 export interface SshPanelService {
@@ -21,30 +19,20 @@ export interface SshPanelService {
 }
 
 export function SshPanel({ service, running, onChanged }: { service: SshPanelService; running: boolean; onChanged: () => void }) {
-  const [name, setName] = useState("");
-  const [publicKey, setPublicKey] = useState("");
-  const [errors, setErrors] = useState<Record<string, string>>({});
   const [{ fetching }, add] = useMutation(ServiceSshKeyAddDocument);
   const [, remove] = useMutation(ServiceSshKeyDeleteDocument);
   if (!service.sshAccess) return null;
   const keys = service.sshKeys ?? [];
 
-  const submit = async () => {
-    const result = await add({ input: { service: service.id, publicKey: publicKey.trim(), name: name.trim() || null } });
+  const submit = async (publicKey: string, name: string | null): Promise<SshKeyAdded> => {
+    const result = await add({ input: { service: service.id, publicKey, name } });
     const payload = result.data?.addServiceInstanceSshKey;
-    if (!payload) {
-      setErrors({ "": describeError(result.error) ?? "No answer from the server." });
-      return;
+    const key = payload?.sshKey;
+    if (key) {
+      notifications.show({ color: "green", title: "SSH key added", message: `${key.name} may log in now${running ? " (no restart)" : ""}.` });
+      onChanged();
     }
-    if (payload.userErrors.length || !payload.sshKey) {
-      setErrors(errorsByField(payload.userErrors));
-      return;
-    }
-    setErrors({});
-    setName("");
-    setPublicKey("");
-    notifications.show({ color: "green", title: "SSH key added", message: `${payload.sshKey.name} may log in now${running ? " (no restart)" : ""}.` });
-    onChanged();
+    return { payload: payload && { userErrors: payload.userErrors, added: Boolean(key) }, error: result.error };
   };
   const drop = async (id: string, keyName: string) => {
     const result = await remove({ id });
@@ -118,33 +106,15 @@ export function SshPanel({ service, running, onChanged }: { service: SshPanelSer
           </Table.Tbody>
         </Table>
       )}
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          void submit();
-        }}
-      >
-        <Stack gap="xs" maw={640}>
-          <Textarea
-            label="Add a key to this service"
-            description="One line of a .pub file (a colleague's, a CI job's): ssh-ed25519, ecdsa, or RSA of 2048 bits or more"
-            autosize={false}
-            rows={2}
-            required
-            value={publicKey}
-            onChange={(e) => setPublicKey(e.currentTarget.value)}
-            error={errors.publicKey}
-            aria-invalid={Boolean(errors.publicKey) || undefined}
-          />
-          <TextInput label="Key name" description="Optional: the key's comment when empty." value={name} onChange={(e) => setName(e.currentTarget.value)} error={errors.name} aria-invalid={Boolean(errors.name) || undefined} />
-          <FormErrors title="The key was not added" errors={errors} placed={["publicKey", "name"]} />
-          <Group>
-            <Button type="submit" size="xs" leftSection={<IconPlus size={14} />} loading={fetching}>
-              Add key
-            </Button>
-          </Group>
-        </Stack>
-      </form>
+      <SshKeyForm
+        keyLabel="Add a key to this service"
+        keyDescription="One line of a .pub file (a colleague's, a CI job's): ssh-ed25519, ecdsa, or RSA of 2048 bits or more"
+        nameLabel="Key name"
+        submitLabel="Add key"
+        size="xs"
+        fetching={fetching}
+        add={submit}
+      />
     </Stack>
   );
 }
