@@ -45,12 +45,12 @@ run: install frontend
 # ruff, then the architecture's contracts (pyproject.toml [tool.importlinter]: the layers, no two
 # packages importing each other, which module may import kubernetes and aiokafka, who reads the
 # environment); a broken contract names the rule and the import that breaks it; then hadolint
-# checks the container image's file (infra/container/Containerfile).
+# checks the container images' files (infra/container/Containerfile, ssh-tools.Containerfile).
 lint: install
 	$(BIN)/ruff check backend tests
 	$(BIN)/ruff format --check backend tests
 	$(BIN)/lint-imports
-	$(BIN)/hadolint infra/container/Containerfile
+	$(BIN)/hadolint infra/container/Containerfile infra/container/ssh-tools.Containerfile
 
 typecheck: install
 	$(BIN)/mypy

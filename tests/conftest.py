@@ -27,6 +27,7 @@ from typing import Any
 
 import asyncpg
 import httpx
+import hypothesis
 import pytest
 from tortoise import Tortoise
 
@@ -43,6 +44,12 @@ from tests.required import POSTGRES, missing
 
 # pytester: tests/test_required.py runs small pytest sessions of its own.
 pytest_plugins = ["pytester"]
+
+# Property tests assert properties, not speed: Hypothesis's default 200 ms per example is a
+# wall-clock limit that pure-Python YAML (the GPUStack export/parse round trip) and resolving specs
+# exceed on a loaded machine under coverage, then pass on the replay: reported as Flaky. No deadline.
+hypothesis.settings.register_profile("gpupaas", deadline=None)
+hypothesis.settings.load_profile("gpupaas")
 
 DEFAULT_POSTGRES = "postgres://postgres@127.0.0.1:5432/test"
 # The app's GPUPAAS_SECRET_KEY in tests: what the factories seal sensitive values with, so that the

@@ -72,6 +72,19 @@ def test_hadolint_passes_the_containerfile() -> None:
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
 
 
+def test_hadolint_passes_the_ssh_tools_containerfile() -> None:
+    # the image of the SSH server that services with SSH access run (GPUPAAS_SSH_IMAGE)
+    containerfile = CONTAINERFILE.parent / "ssh-tools.Containerfile"
+    result = subprocess.run(
+        [_hadolint(), str(containerfile)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    # and it ships what the pod's init container and wrapped command run (podspec.py)
+    text = containerfile.read_text()
+    assert 'PROGRAMS="dropbear dropbearconvert" STATIC=1' in text
+    assert "/opt/gpupaas-ssh/bin/busybox" in text
+
+
 def test_hadolint_would_catch_a_careless_containerfile(tmp_path: Path) -> None:
     careless = tmp_path / "Containerfile"
     careless.write_text("FROM python\nRUN pip install gpupaas\nCMD gpupaas serve\n")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpupaas.settings import Settings, SettingsError
+from gpupaas.settings import DEFAULT_SSH_IMAGE, Settings, SettingsError
 
 
 def test_defaults_run_the_embedded_product(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -130,3 +130,12 @@ def test_the_kubernetes_drivers_graces(tmp_path: Path) -> None:
         Settings.from_env(
             {"GPUPAAS_DATABASE_URL": url, "GPUPAAS_KUBERNETES_SCHEDULING_GRACE_SECONDS": "soon"}
         )
+
+
+def test_the_ssh_tools_image(tmp_path: Path) -> None:
+    env = {"GPUPAAS_DATABASE_URL": f"sqlite://{tmp_path}/db.sqlite3"}
+    assert Settings.from_env(env).ssh_image == DEFAULT_SSH_IMAGE
+    mirrored = "registry.example.com/gpupaas/ssh-tools:2025.88-1"
+    assert Settings.from_env({**env, "GPUPAAS_SSH_IMAGE": f" {mirrored} "}).ssh_image == mirrored
+    with pytest.raises(SettingsError, match="GPUPAAS_SSH_IMAGE='https://x/y': expected an image reference"):
+        Settings.from_env({**env, "GPUPAAS_SSH_IMAGE": "https://x/y"})

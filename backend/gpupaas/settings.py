@@ -318,6 +318,19 @@ def _oidc(env: Mapping[str, str]) -> OidcSettings | None:
     )
 
 
+DEFAULT_SSH_IMAGE = "ghcr.io/gpupaas/ssh-tools:2025.88-1"
+
+
+def _ssh_image(env: Mapping[str, str]) -> str:
+    image = env.get("GPUPAAS_SSH_IMAGE", "").strip() or DEFAULT_SSH_IMAGE
+    if any(c.isspace() for c in image) or image.startswith(("-", "/")) or "://" in image:
+        raise SettingsError(
+            f"GPUPAAS_SSH_IMAGE={image!r}: expected an image reference like "
+            f"registry.example.com/gpupaas/ssh-tools:2025.88-1 (default {DEFAULT_SSH_IMAGE})"
+        )
+    return image
+
+
 @dataclass(frozen=True)
 class Settings:
     database_url: str
@@ -431,6 +444,9 @@ class Settings:
     log_level: str = "info"
     # OpenID Connect sign-in beside local accounts (README, "Sign-in"); None: off.
     oidc: OidcSettings | None = None
+    # The image whose init container gives services with SSH access their SSH server (a static
+    # dropbear and busybox: infra/container/ssh-tools.Containerfile).
+    ssh_image: str = DEFAULT_SSH_IMAGE
 
     @property
     def is_sqlite(self) -> bool:
@@ -523,4 +539,5 @@ class Settings:
                 env, "GPUPAAS_LOG_LEVEL", "info", ("critical", "error", "warning", "info", "debug")
             ),
             oidc=_oidc(env),
+            ssh_image=_ssh_image(env),
         )

@@ -24,9 +24,13 @@ from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core.actor import Role
 from gpupaas.events import outbox
 from gpupaas.instance_templates.models import InstanceTemplate
+from gpupaas.instance_templates.spec import spec_to_json
 from gpupaas.runs import lifecycle as runs
+from gpupaas.runs.models import DeploymentRun
+from gpupaas.runs.states import RunAction, RunStatus
 from gpupaas.runtime import Runtime
 from gpupaas.service_instances.models import ServiceInstance
+from gpupaas.service_instances.states import ServiceStatus
 from gpupaas.settings import Settings
 from tests import ws
 from tests.conftest import GraphQLClient, serving
@@ -206,7 +210,9 @@ async def test_admins_give_an_instance_to_another_member(gql: GraphQLClient, wor
             template_name=template.name,
             name=name,
             display_name=name,
-            spec={},
+            # the template's spec, as a launched service copies it (ubuntu declares SSH access)
+            spec=spec_to_json(template.spec()),
+            status=ServiceStatus.RUNNING,
         )
 
     olivias, admins = await service("lab", world.olivia), await service("monitor", world.alice)
@@ -248,6 +254,10 @@ async def test_admins_give_an_instance_to_another_member(gql: GraphQLClient, wor
     assert payload == {"computeInstance": {"name": "nb", "owner": {"username": "carol"}}, "userErrors": []}
     assert (await ServiceInstance.get(id=olivias.id)).owner_id == world.carol.user.id
     assert (await ServiceInstance.get(id=admins.id)).owner_id == world.alice.user.id
+    # the service that moved lets carol's SSH keys in from now on, not olivia's: its keys are
+    # applied again (no new pod); alice's service keeps its owner and its keys
+    applies = DeploymentRun.filter(action=RunAction.APPLY_SSH_KEYS, status=RunStatus.QUEUED)
+    assert [run.service_id for run in await applies] == [olivias.id]
     # carol manages it now; olivia no longer does
     olivia_sees = (await gql.data(ONE, {"id": world.nb}, token=world.olivia.token))["computeInstance"]
     carol_sees = (await gql.data(ONE, {"id": world.nb}, token=world.carol.token))["computeInstance"]

@@ -111,6 +111,7 @@ class World:
     spares: dict[str, list[str]] = field(default_factory=dict)
     webhook: str = ""  # a webhook of "ml"
     pull_secret: str = ""  # an image pull secret of "ml"
+    ssh_service: str = ""  # the owner's, RUNNING, from a template with SSH access
 
     def take(self, what: str) -> str:
         return self.spares[what].pop()
@@ -362,6 +363,16 @@ CASES: dict[str, list[Case]] = {
     "Mutation.transferServiceInstance": [
         Case(lambda w: {"id": w.take("transferable_services"), "owner": "tina"}, WRITE)
     ],
+    # keys let into the owner's service with SSH access: like managing it (the owner and admins)
+    "Mutation.addServiceInstanceSshKey": [
+        Case(
+            lambda w: {
+                "input": {"service": w.ssh_service, "publicKey": key_pair().public_line, "name": _uniq("k")}
+            },
+            MANAGE,
+        )
+    ],
+    "Mutation.deleteServiceInstanceSshKey": [Case(lambda w: {"id": w.take("service_ssh_keys")}, MANAGE)],
     "Subscription.serviceInstanceStatus": [Case(lambda w: {"id": w.service}, READ)],
     # a log may hold the service's token: its owner and the project's admins only
     "Query.serviceInstanceLogs": [Case(lambda w: {"id": w.service}, LOG_READERS)],
@@ -613,6 +624,7 @@ async def _world() -> tuple[World, dict[str, str | None]]:
         stop_at=in_an_hour, stop_reason="auto-stop after 1h"
     )
     await _arm_services(services["armed_services"], in_an_hour)
+    ssh_service, service_ssh_keys = await _ssh_service(owner, str(box.id))
     world = World(
         template=str(template.id),
         version=str(version.id),
@@ -625,6 +637,7 @@ async def _world() -> tuple[World, dict[str, str | None]]:
         global_instance_template=global_instance_template,
         webhook=webhook,
         pull_secret=pull_secret,
+        ssh_service=ssh_service,
         spares={
             "admin_tokens": admin_tokens,
             "admin_ssh_keys": admin_ssh_keys,
@@ -648,6 +661,7 @@ async def _world() -> tuple[World, dict[str, str | None]]:
             "global_instance_templates": global_instance_templates,
             "webhooks": webhooks,
             "pull_secrets": pull_secrets,
+            "service_ssh_keys": service_ssh_keys,
             **services,
         },
     )
@@ -729,6 +743,41 @@ async def _services(owner: Person, box: str, template: str) -> dict[str, list[st
         "transferable_services": await made(ServiceStatus.STOPPED),
         "armed_services": await made(ServiceStatus.RUNNING),
     }
+
+
+async def _ssh_service(owner: Person, box: str) -> tuple[str, list[str]]:
+    """The owner's RUNNING service from a template of "ml" with SSH access, and a key added to it
+    for each caller to delete."""
+    from gpupaas.core.gpus import Vendor
+    from gpupaas.instance_templates import service as instance_templates
+    from gpupaas.instance_templates.spec import Port, SshAccess
+    from gpupaas.service_instances import service as services
+    from gpupaas.service_instances.models import ServiceInstance
+    from gpupaas.service_instances.states import ServiceStatus
+
+    data = instance_templates.TemplateIn(
+        name=_uniq("it-ssh"),
+        vendor=Vendor.CPU,
+        image="ubuntu",
+        command=["sleep", "infinity"],
+        ports=[Port(name="SSH", port=22)],
+        ssh=SshAccess(port="SSH"),
+    )
+    template = await instance_templates.create_template(await platform_actor(), "ml", data)
+    actor = await accounts.actor_for(owner.user)
+    made = await services.create_service(
+        actor,
+        services.ServiceIn(
+            project="ml", compute_instance=box, template=str(template.id), name=_uniq("s"), start=False
+        ),
+        secret_key="k" * 64,
+    )
+    await ServiceInstance.filter(id=made.id).update(status=ServiceStatus.RUNNING)
+    keys = [
+        str((await services.add_ssh_key(actor, str(made.id), f"spare-{i}", key_pair().public_line)).id)
+        for i in range(len(ROLES))
+    ]
+    return str(made.id), keys
 
 
 async def _arm_services(ids: list[str], stop_at: datetime) -> None:

@@ -12,6 +12,8 @@ from gpupaas.instance_templates.builtins import (
 )
 from gpupaas.instance_templates.placeholders import generate_values
 from gpupaas.instance_templates.spec import (
+    Port,
+    SshAccess,
     check_spec,
     find_placeholders,
     resolve,
@@ -22,7 +24,8 @@ from gpupaas.instance_templates.spec import (
 from gpupaas.provisioning.plan import GPU_RESOURCE_NAMES
 from gpupaas.provisioning.render.schema import validate_manifest
 from gpupaas.service_instances.connect import ConnectLink, connect_links
-from gpupaas.service_instances.podspec import build_objects
+from gpupaas.service_instances.podspec import SshSetup, build_objects
+from gpupaas.service_instances.ssh_material import new_host_key
 
 NAMES = ["jupyterlab-pytorch", "pytorch", "pytorch-rocm", "vllm-openai", "ubuntu", "cann-910b", "cann-310p"]
 
@@ -71,10 +74,12 @@ def test_a_builtins_objects_are_valid_kubernetes_objects(name: str) -> None:
         gpu_resource_name=GPU_RESOURCE_NAMES[spec.vendor],
         cpu="8",
         memory="32Gi",
+        ssh=SshSetup("ghcr.io/gpupaas/ssh-tools:1", "", new_host_key()) if spec.ssh else None,
     )
 
     # then the Kubernetes API would take every one of them
-    assert [obj["kind"] for obj in objects][:2] == ["PersistentVolumeClaim", "Deployment"]
+    kinds = [obj["kind"] for obj in objects]
+    assert kinds[:2] == ["PersistentVolumeClaim", "Secret" if spec.ssh else "Deployment"]
     assert ("Service" in [obj["kind"] for obj in objects]) == bool(spec.ports)
     for obj in objects:
         assert validate_manifest(obj) == [], obj["kind"]
@@ -133,10 +138,15 @@ def test_vllm_serves_a_small_model_behind_the_generated_api_key() -> None:
         ("cann-310p", "ASCEND", "quay.io/ascend/cann:8.5.0-310p-"),
     ],
 )
-def test_the_shells_wait_for_users_to_exec_in(name: str, vendor: str, image: str) -> None:
+def test_the_shells_wait_for_users_to_log_in_over_ssh(name: str, vendor: str, image: str) -> None:
     builtin = template(name)
 
     assert builtin.spec.vendor == vendor
     assert builtin.spec.image.startswith(image)
     assert builtin.spec.command == ("sleep", "infinity")
-    assert builtin.spec.ports == ()
+    # SSH is declared on port 22: gpupaas starts an SSH server beside the command
+    assert builtin.spec.ports == (Port(name="SSH", port=22),)
+    assert builtin.spec.ssh == SshAccess(port="SSH", user="root")
+    assert connect_links(builtin.spec, access_address="gpu.example.com", node_ports={"ssh": 30022}) == [
+        ConnectLink(port="SSH", url="ssh -p 30022 root@gpu.example.com")
+    ]

@@ -13,6 +13,7 @@ from gpupaas.instance_templates.spec import (
     Port,
     Resources,
     ServiceSpec,
+    SshAccess,
     Storage,
 )
 
@@ -22,13 +23,18 @@ text = st.text(st.characters(exclude_categories=("Cs", "Cc")), max_size=12) | st
 names = st.from_regex(r"[a-z]([-a-z0-9]{0,10}[a-z0-9])?", fullmatch=True)
 
 
+# Labels and numbers that GPUStack's SSH ports have (the import derives SSH access from them), as
+# often as any other.
+port_labels = text.filter(bool) | st.sampled_from(["SSH", "ssh", "Web SSH", "ssh-2", "JUPYTER"])
+
+
 @st.composite
 def ports(draw: st.DrawFn) -> tuple[Port, ...]:
-    labels = draw(st.lists(text.filter(bool), max_size=4, unique_by=str.casefold))
+    labels = draw(st.lists(port_labels, max_size=4, unique_by=str.casefold))
     return tuple(
         Port(
             name=label,
-            port=draw(st.integers(1, 65535)),
+            port=draw(st.integers(1, 65535) | st.just(22)),
             protocol=draw(st.sampled_from(PROTOCOLS)),
             access_params=tuple(draw(st.dictionaries(text, text, max_size=3)).items()),
         )
@@ -36,41 +42,60 @@ def ports(draw: st.DrawFn) -> tuple[Port, ...]:
     )
 
 
-specs = st.builds(
-    ServiceSpec,
-    vendor=st.sampled_from(VENDORS),
-    image=text,
-    image_pull_policy=st.sampled_from(PULL_POLICIES),
-    command=st.lists(text, max_size=4).map(tuple),
-    container_disk=text.filter(bool),
-    mount_path=text.filter(bool),
-    ports=ports(),
-    env=st.lists(st.tuples(text, text), max_size=3).map(tuple),
-    gpu_partition=st.none() | st.sampled_from(["nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb", "bad"]),
-    image_pull_secret=st.none() | names,
-    storage=st.one_of(
-        st.just(Storage()),
-        st.builds(Storage, mode=st.just("EPHEMERAL"), size=st.none() | st.sampled_from(["10Gi", "lots"])),
-        st.builds(
-            Storage,
-            mode=st.just("NEW_VOLUME"),
-            size=st.none() | st.sampled_from(["50Gi", "1"]),
-            reclaim=st.sampled_from(["KEEP", "RELEASE"]),
-            claim_name=st.none() | names,
-            storage_class=st.none() | st.sampled_from(["standard", "fast-ssd"]),
-        ),
-        st.builds(Storage, mode=st.just("EXISTING_CLAIM"), claim_name=names),
+storages = st.one_of(
+    st.just(Storage()),
+    st.builds(Storage, mode=st.just("EPHEMERAL"), size=st.none() | st.sampled_from(["10Gi", "lots"])),
+    st.builds(
+        Storage,
+        mode=st.just("NEW_VOLUME"),
+        size=st.none() | st.sampled_from(["50Gi", "1"]),
+        reclaim=st.sampled_from(["KEEP", "RELEASE"]),
+        claim_name=st.none() | names,
+        storage_class=st.none() | st.sampled_from(["standard", "fast-ssd"]),
     ),
-    resources=st.builds(
-        Resources,
-        cpu_request=st.none() | st.sampled_from(["1", "500m", "2"]),
-        cpu_limit=st.none() | st.sampled_from(["1", "2", "4"]),
-        memory_request=st.none() | st.sampled_from(["1Gi", "8Gi"]),
-        memory_limit=st.none() | st.sampled_from(["1Gi", "16Gi"]),
-    ),
+    st.builds(Storage, mode=st.just("EXISTING_CLAIM"), claim_name=names),
 )
+resources = st.builds(
+    Resources,
+    cpu_request=st.none() | st.sampled_from(["1", "500m", "2"]),
+    cpu_limit=st.none() | st.sampled_from(["1", "2", "4"]),
+    memory_request=st.none() | st.sampled_from(["1Gi", "8Gi"]),
+    memory_limit=st.none() | st.sampled_from(["1Gi", "16Gi"]),
+)
+
+
+@st.composite
+def specs(draw: st.DrawFn) -> ServiceSpec:
+    spec_ports = draw(ports())
+    # SSH access on one of the spec's ports (what the ports would derive, or not), or on a label
+    # the spec does not have
+    ssh_port = st.sampled_from([p.name for p in spec_ports]) if spec_ports else port_labels
+    ssh = st.builds(SshAccess, port=ssh_port | port_labels, user=st.sampled_from(["root", "jovyan", "x y"]))
+    return ServiceSpec(
+        vendor=draw(st.sampled_from(VENDORS)),
+        image=draw(text),
+        image_pull_policy=draw(st.sampled_from(PULL_POLICIES)),
+        command=tuple(draw(st.lists(text, max_size=4))),
+        container_disk=draw(text.filter(bool)),
+        mount_path=draw(text.filter(bool)),
+        ports=spec_ports,
+        env=tuple(draw(st.lists(st.tuples(text, text), max_size=3))),
+        gpu_partition=draw(
+            st.none() | st.sampled_from(["nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb", "bad"])
+        ),
+        image_pull_secret=draw(st.none() | names),
+        storage=draw(storages),
+        resources=draw(resources),
+        ssh=draw(st.none() | ssh),
+    )
+
+
 templates = st.builds(
-    Template, name=names, display_name=st.none() | text.filter(bool), description=st.none() | text, spec=specs
+    Template,
+    name=names,
+    display_name=st.none() | text.filter(bool),
+    description=st.none() | text,
+    spec=specs(),
 )
 
 
@@ -147,3 +172,37 @@ items:
         wrong["items[5].spec.volume.persistentTemplate.releaseWithInstance"]
         == "must be true or false, not text"
     )
+
+
+def test_gpustacks_ssh_port_means_ssh_access_and_x_gpupaas_says_otherwise() -> None:
+    text = """
+items:
+  - name: shell
+    spec: {image: ubuntu, command: [tail, -f, /dev/null], ports: [{name: http, port: 80}, {name: SSH, port: 22}]}
+  - name: no-command
+    spec: {image: ubuntu, ports: [{name: SSH, port: 22}]}
+  - name: other-user
+    spec: {image: ubuntu, command: [sleep, infinity], ports: [{name: login, port: 2222}]}
+    x-gpupaas: {ssh: {port: login, user: jovyan}}
+  - name: none
+    spec: {image: ubuntu, command: [sleep, infinity], ports: [{name: SSH, port: 22}]}
+    x-gpupaas: {ssh: null}
+  - name: bad
+    spec: {image: ubuntu, command: [sleep, infinity]}
+    x-gpupaas: {ssh: {user: root, host: x}}
+"""
+    shell, no_command, other, none, bad = parse_catalog(text)
+    assert shell.template is not None and shell.template.spec.ssh == SshAccess(port="SSH", user="root")
+    # without a command there is nothing to start the SSH server beside: no SSH access
+    assert no_command.template is not None and no_command.template.spec.ssh is None
+    assert other.template is not None and other.template.spec.ssh == SshAccess(port="login", user="jovyan")
+    assert none.template is not None and none.template.spec.ssh is None
+    assert [field for field, _ in bad.problems] == [
+        "items[4].x-gpupaas.ssh.host",
+        "items[4].x-gpupaas.ssh.port",
+    ]
+    # and exporting writes x-gpupaas only where the ports alone would say something else
+    read = [entry.template for entry in (shell, no_command, other, none) if entry.template is not None]
+    exported = export_catalog(read)
+    assert exported.count("x-gpupaas") == 2
+    assert [entry.template for entry in parse_catalog(exported)] == read

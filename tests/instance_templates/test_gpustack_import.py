@@ -18,6 +18,7 @@ IMPORT = """mutation($project: String, $yaml: String!) {
       index name outcome problems { field message }
       instanceTemplate { name displayName description vendor image imagePullPolicy command containerDisk
         mountPath ports { name kubernetesName port protocol accessParams { key value } } env { key value }
+        ssh { port user }
         project { name } }
     }
     userErrors { field message code }
@@ -113,8 +114,11 @@ async def test_each_template_is_created_or_refused_on_its_own(db: object, gql: G
             {"name": "SSH", "kubernetesName": "ssh", "port": 22, "protocol": "TCP", "accessParams": []}
         ],
         "env": [],
+        # GPUStack's SSH port beside `tail -f /dev/null`: SSH access, which gpupaas makes work
+        "ssh": {"port": "SSH", "user": "root"},
         "project": {"name": "ml"},
     }
+    assert jupyter["instanceTemplate"]["ssh"] is None
     assert jupyter["instanceTemplate"]["ports"] == [
         {
             "name": "JUPYTER",

@@ -389,6 +389,7 @@ def test_the_json_form_uses_the_apis_field_names() -> None:
             "storageClass": None,
         },
         "resources": {"cpuRequest": "2", "cpuLimit": "4", "memoryRequest": None, "memoryLimit": "16Gi"},
+        "ssh": None,
     }
 
 

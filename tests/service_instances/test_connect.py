@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from gpupaas.instance_templates.spec import Port, ServiceSpec
-from gpupaas.service_instances.connect import ConnectLink, access_address_problem, connect_links
+from gpupaas.instance_templates.spec import Port, ServiceSpec, SshAccess
+from gpupaas.service_instances.connect import ConnectLink, access_address_problem, connect_links, ssh_endpoint
 
 
 def spec_with(*ports: Port) -> ServiceSpec:
@@ -42,9 +44,10 @@ LINKS: list[tuple[str, Port, str | None]] = [
         tcp("app", 1234, ("q", "a b&c=d#e+f"), ("path", "/lab/tree")),
         "http://127.0.0.1:1234/?q=a%20b%26c%3Dd%23e%2Bf&path=/lab/tree",
     ),
-    ("named ssh", tcp("ssh", 2222), "ssh -p 2222 root@127.0.0.1"),
-    ("port 22", tcp("shell", 22), "ssh -p 22 root@127.0.0.1"),
-    ("ssh on a web port is ssh", tcp("ssh", 8080), "ssh -p 8080 root@127.0.0.1"),
+    # SSH ports without SSH access declared: nothing gpupaas knows of listens there, so no link
+    ("named ssh", tcp("ssh", 2222), None),
+    ("port 22", tcp("shell", 22), None),
+    ("ssh on a web port is no web link", tcp("ssh", 8080), None),
     ("a database port", tcp("postgres", 5432), None),
     ("a UDP port named http", Port(name="http", port=80, protocol="UDP"), None),
     ("an SCTP port", Port(name="web", port=9999, protocol="SCTP"), None),
@@ -63,7 +66,11 @@ def test_which_ports_get_links_and_how_they_look(case: str, port: Port, url: str
 
 def test_node_ports_replace_container_ports() -> None:
     # given a Service whose node ports are known for some of the ports
-    spec = spec_with(tcp("jupyter", 8888, ("token", "t")), tcp("ssh", 22), tcp("http", 8000))
+    spec = replace(
+        spec_with(tcp("jupyter", 8888, ("token", "t")), tcp("ssh", 22), tcp("http", 8000)),
+        command=("sleep", "infinity"),
+        ssh=SshAccess(port="ssh", user="root"),
+    )
 
     # when the links are made
     links = connect_links(spec, access_address="10.0.0.5", node_ports={"jupyter": 30888, "ssh": 30022})
@@ -101,10 +108,19 @@ def test_the_access_address_gives_the_links_host(case: str, address: str, url: s
     assert access_address_problem(address) is None
 
 
-def test_an_ssh_link_uses_the_host_of_a_url() -> None:
-    links = connect_links(spec_with(tcp("ssh", 22)), access_address="https://gpu.example.com")
+def test_an_ssh_link_uses_the_host_of_a_url_and_the_declared_user() -> None:
+    spec = replace(spec_with(tcp("SSH", 22)), command=("sleep", "infinity"), ssh=SshAccess("SSH", "jovyan"))
+    links = connect_links(spec, access_address="https://gpu.example.com")
 
-    assert links == [ConnectLink(port="ssh", url="ssh -p 22 root@gpu.example.com")]
+    assert links == [ConnectLink(port="SSH", url="ssh -p 22 jovyan@gpu.example.com")]
+    endpoint = ssh_endpoint(spec, access_address="https://gpu.example.com:8443/x", node_ports={"ssh": 30022})
+    assert endpoint is not None
+    assert (endpoint.host, endpoint.port, endpoint.user) == ("gpu.example.com", 30022, "jovyan")
+    assert endpoint.command == "ssh -p 30022 jovyan@gpu.example.com"
+    # no node port yet, no address, or no SSH access: no endpoint
+    assert ssh_endpoint(spec, access_address="gpu.example.com", node_ports={}) is None
+    assert ssh_endpoint(spec, access_address=None, node_ports={"ssh": 30022}) is None
+    assert ssh_endpoint(replace(spec, ssh=None), access_address="h", node_ports={"ssh": 30022}) is None
 
 
 UNUSABLE: list[tuple[str, str, str]] = [

@@ -99,7 +99,8 @@ CHECK = "mutation($id: ID!) { checkCluster(id: $id) { userErrors { message } } }
 SERVICE = """mutation($input: CreateServiceInstanceInput!) { createServiceInstance(input: $input) {
   serviceInstance { id name } userErrors { field message code } } }"""
 SHOWN = """query($id: ID!) { serviceInstance(id: $id) { name status statusMessage gpuCount gpuPartition
-  imagePullSecret mountPath containerDisk ports { name kubernetesName port } connect { port url } } }"""
+  imagePullSecret mountPath containerDisk ports { name kubernetesName port } connect { port url }
+  ssh { command host port user } } }"""
 
 
 @dataclass
@@ -269,12 +270,14 @@ async def test_every_template_is_accepted_as_written_and_runs(world: World, how:
     }
 
     # and every manifest the cluster was given validates, strictly, against Kubernetes 1.37
+    access_address = (await Cluster.get(is_default=True)).access_address
+    assert access_address, "the simulated cluster has an access address: SSH commands name it"
     by_service = {plan.instance_id: plan for plan in w.plans}
     for name, service_id in launched.items():
         plan = by_service[service_id]
         for manifest in plan.manifests:
             kubernetes_validate.validate(manifest, "1.37.0", strict=True)
-        _check_runs_as_written(name, shown[name], plan)
+        _check_runs_as_written(name, shown[name], plan, access_address)
 
 
 # Each built-in, the compute instance it runs in and the GPU resource its pod asks for there.
@@ -339,7 +342,7 @@ def _item(name: str) -> dict[str, Any]:
     return found
 
 
-def _check_runs_as_written(name: str, shown: dict[str, Any], plan: Plan) -> None:
+def _check_runs_as_written(name: str, shown: dict[str, Any], plan: Plan, access_address: str) -> None:
     """The pod is what the file says: image, pull policy, command, ports by their labels, env, local
     storage, the volume mount, the pull secret, and the GPU resource of the template's vendor."""
     spec = _item(name)["spec"]
@@ -353,7 +356,23 @@ def _check_runs_as_written(name: str, shown: dict[str, Any], plan: Plan) -> None
     written = [
         part.replace("{{generated_token}}", "$(GPUPAAS_GENERATED_TOKEN)") for part in spec.get("command", [])
     ]
-    assert container.get("command", []) == written, name
+    # GPUStack's SSH port beside a command means SSH access: gpupaas's SSH server (dropbear from an
+    # init container, keys from the <name>-ssh Secret) starts first, then execs the command as written
+    ssh_port = next((p for p in spec.get("ports", []) if p["name"] == "SSH"), None)
+    if ssh_port is not None and written:
+        launcher, shell, dash_c, _script, argv0, *command = container["command"]
+        assert (launcher, shell, dash_c, argv0) == ("/gpupaas-ssh/bin/busybox", "sh", "-c", "gpupaas-ssh"), (
+            name
+        )
+        assert command == written, name
+        assert [c["name"] for c in pod["initContainers"]] == ["gpupaas-ssh"], name
+        assert f"{name}-ssh" in {m["metadata"]["name"] for m in plan.manifests if m["kind"] == "Secret"}, name
+        assert shown["ssh"]["user"] == "root", name
+        assert shown["ssh"]["host"] == access_address, name
+        assert shown["ssh"]["command"] == f"ssh -p {shown['ssh']['port']} root@{access_address}", name
+    else:
+        assert container.get("command", []) == written, name
+        assert "initContainers" not in pod and shown["ssh"] is None, name
     env = {e["name"]: e.get("value") for e in container.get("env", [])}
     assert {e["name"]: e["value"] for e in spec.get("env", [])}.items() <= env.items(), name
     mounts = {m["mountPath"] for m in container["volumeMounts"]}

@@ -17,6 +17,7 @@ from gpupaas.service_instances.plan import (
     simulated_annotations,
 )
 from gpupaas.service_instances.podspec import RESTART_ANNOTATION
+from tests.service_instances.ssh_setup import ssh_setup
 
 SERVICE, COMPUTE = str(uuid.uuid4()), str(uuid.uuid4())
 RESOURCES = {"cpu": "8", "memory": "64Gi", "storage": "200Gi", "gpuCount": 2, "gpuVendor": "NVIDIA"}
@@ -35,6 +36,7 @@ def plan_of(template: str = "jupyterlab-pytorch", gpus: int = 1, **changes: obje
         "compute_resources": RESOURCES,
         "profile_name": "h100",
     }
+    arguments["ssh"] = ssh_setup(TEMPLATES[template].spec)
     arguments.update(changes)
     return build_service_plan(**arguments)  # type: ignore[arg-type]
 
@@ -92,7 +94,8 @@ def test_vendors_and_cluster_resource_names() -> None:
     amd = plan_of("pytorch-rocm", compute_resources={**RESOURCES, "gpuVendor": "AMD"})
     assert amd.gpu_resource_name == "amd.com/gpu"
     cpu = plan_of("ubuntu", gpus=0)
-    container = cpu.manifests[1]["spec"]["template"]["spec"]["containers"][0]
+    deployment = next(m for m in cpu.manifests if m["kind"] == "Deployment")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
     assert "nvidia.com/gpu" not in container["resources"]["limits"]
     renamed = plan_of(gpu_resource_names={"NVIDIA": "nvidia.com/mig-1g.10gb"})
     limits = renamed.manifests[1]["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]

@@ -19,6 +19,7 @@ from gpupaas.provisioning.render.schema import validate_manifest
 from gpupaas.service_instances.plan import build_service_plan
 from tests.fake_kube import FakeKube, node
 from tests.fake_kube.fixtures import fake_kube  # noqa: F401 - the fixture
+from tests.service_instances.ssh_setup import ssh_setup
 from tests.service_instances.test_service_kubernetes import (  # noqa: F401 - and these
     COMPUTE_ID,
     COMPUTE_NAME,
@@ -50,6 +51,7 @@ def partition_plan(count: int, name: str = "lab", service_id: str = SERVICE_ID) 
         service_id=service_id,
         name=name,
         spec=replace(builtin.spec, gpu_partition=MIG),
+        ssh=ssh_setup(builtin.spec),
         gpu_count=count,
         compute_id=COMPUTE_ID,
         compute_name=COMPUTE_NAME,
@@ -109,6 +111,7 @@ async def test_a_service_with_a_pull_secret_gets_its_dockerconfigjson_secret_and
         service_id=SERVICE_ID,
         name="private",
         spec=replace(builtin.spec, image_pull_secret="ngc"),
+        ssh=ssh_setup(builtin.spec),
         gpu_count=1,
         compute_id=COMPUTE_ID,
         compute_name=COMPUTE_NAME,

@@ -135,7 +135,11 @@ async def test_create_with_the_callers_command_env_ports_and_gpus(gql: GraphQLCl
     assert service["gpuCount"] == 2
     assert service["command"] == ["python", "-m", "http.server", "8080"]
     assert service["env"] == [{"key": "MODE", "value": "fast"}]
-    assert service["ports"] == [{"name": "http", "port": 8080, "protocol": "TCP", "accessParams": []}]
+    # the template's SSH access stays, and with it its SSH port
+    assert service["ports"] == [
+        {"name": "http", "port": 8080, "protocol": "TCP", "accessParams": []},
+        {"name": "SSH", "port": 22, "protocol": "TCP", "accessParams": []},
+    ]
     assert not await DeploymentRun.exists(service_id=service["id"])
 
 

@@ -25,6 +25,7 @@ from gpupaas.service_instances.podspec import RESTART_ANNOTATION
 from tests.fake_kube import FakeKube
 from tests.fake_kube.fixtures import fake_kube  # noqa: F401
 from tests.provisioning.drivers.kubernetes.clusters import new_driver
+from tests.service_instances.ssh_setup import ssh_setup
 
 PROJECT = "team-a"
 COMPUTE_NAME = "train"
@@ -90,6 +91,7 @@ def service_plan(
         profile_name="h100",
         running=running,
         restart=restart,
+        ssh=ssh_setup(builtin.spec),
     )
 
 
@@ -199,8 +201,9 @@ def test_every_manifest_of_a_service_plan_is_valid(
         compute_resources=resources,
     )
 
-    # the generated values' Secret when the command or env uses one (JupyterLab's token, vLLM's key)
-    secret = ["Secret"] if template in ("jupyterlab-pytorch", "vllm-openai") else []
+    # the generated values' Secret when the command or env uses one (JupyterLab's token, vLLM's key),
+    # the SSH server's when the template declares SSH access (the shells)
+    secret = ["Secret"]
     assert [m["kind"] for m in plan.manifests][: 2 + len(secret)] == [
         "PersistentVolumeClaim",
         *secret,
@@ -376,7 +379,13 @@ async def test_destroy_removes_the_service_and_leaves_the_namespace_and_other_se
     await driver.apply(other)
     assert len(fake.pods(NAMESPACE)) == 2
     other_before = versions(fake, service_selector(OTHER_SERVICE_ID))
-    assert {kind for kind, _ in other_before} == {"PersistentVolumeClaim", "Deployment", "ReplicaSet", "Pod"}
+    assert {kind for kind, _ in other_before} == {
+        "PersistentVolumeClaim",
+        "Deployment",
+        "ReplicaSet",
+        "Pod",
+        "Service",
+    }
     compute_before = compute_objects(fake)
 
     await driver.destroy(plan)

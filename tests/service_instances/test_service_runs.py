@@ -21,9 +21,11 @@ from gpupaas.service_instances import service as instances
 from gpupaas.service_instances.models import ServiceInstance
 from gpupaas.service_instances.run_kind import SERVICES
 from gpupaas.service_instances.states import Request, ServiceStatus
+from gpupaas.settings import Settings
 from tests.factories import make_instance, make_profile, make_project, platform_actor
 
 KEY = "k" * 64
+SETTINGS = Settings(database_url="sqlite://:memory:", secret_key=KEY)
 LEASE = timedelta(seconds=30)
 
 
@@ -55,7 +57,7 @@ async def test_a_delete_waits_for_the_start_under_way(service: ServiceInstance) 
     assert claimed is not None and claimed.run.action == RunAction.START
     assert (await ServiceInstance.get(id=service.id)).status == ServiceStatus.STARTING
     # Plans are built from the claimed run: running, in the compute instance's namespace.
-    plan = (await SERVICES.work(claimed, KEY)).plan(None)
+    plan = (await SERVICES.work(claimed, SETTINGS)).plan(None)
     assert plan.within == str(service.compute_instance_id) and _deployment(plan)["spec"]["replicas"] == 1
 
     await instances.delete_service(await platform_actor(), str(service.id))
@@ -124,13 +126,13 @@ async def test_stop_and_restart_build_their_plans(service: ServiceInstance) -> N
     stop = await DeploymentRun.get(service_id=service.id, action=RunAction.STOP)
     claimed = await runs.claim(SERVICES, str(stop.id), "a", LEASE)
     assert claimed is not None
-    assert _deployment((await SERVICES.work(claimed, KEY)).plan(None))["spec"]["replicas"] == 0
+    assert _deployment((await SERVICES.work(claimed, SETTINGS)).plan(None))["spec"]["replicas"] == 0
     await runs.finish(SERVICES, stop.id, "a", succeeded=True, message=None, outputs={})
     assert (await ServiceInstance.get(id=service.id)).status == ServiceStatus.STOPPED
     # A plan cannot be built with another secret key: the run fails saying so.
     from gpupaas.provisioning.plan import PermanentError
 
-    work = await SERVICES.work(claimed, "x" * 64)
+    work = await SERVICES.work(claimed, Settings(database_url="sqlite://:memory:", secret_key="x" * 64))
     with pytest.raises(PermanentError, match="another GPUPAAS_SECRET_KEY"):
         work.plan(None)
 

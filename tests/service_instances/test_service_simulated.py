@@ -19,6 +19,7 @@ from gpupaas.provisioning.models import SimulatedAllocation
 from gpupaas.provisioning.plan import PermanentError, Plan, build_plan
 from gpupaas.service_instances.plan import build_service_plan
 from tests.conftest import Database
+from tests.service_instances.ssh_setup import ssh_setup
 
 COMPUTE = str(uuid.uuid4())
 RESOURCES = {
@@ -61,6 +62,7 @@ def service_plan(
     disk: str | None = None,
     **changes: object,
 ) -> Plan:
+    changes.setdefault("ssh", ssh_setup(TEMPLATES[str(changes.get("template", "jupyterlab-pytorch"))].spec))
     spec = resolve(
         TEMPLATES[str(changes.pop("template", "jupyterlab-pytorch"))].spec, {"generated_token": "ab" * 16}
     )

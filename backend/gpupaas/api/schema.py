@@ -41,6 +41,7 @@ from gpupaas.service_instances.graphql import (
     ServiceInstanceSubscription,
 )
 from gpupaas.service_instances.logs_graphql import ServiceLogsQuery, ServiceLogsSubscription
+from gpupaas.service_instances.ssh_graphql import ServiceInstanceSshMutation
 from gpupaas.settings import Settings
 from gpupaas.ssh_keys.graphql import SshKeysMutation, SshKeysQuery
 from gpupaas.webhooks.graphql import WebhooksMutation, WebhooksQuery
@@ -84,6 +85,7 @@ Mutation = merge_types(
         PullSecretsMutation,
         SchedulesMutation,
         SshKeysMutation,
+        ServiceInstanceSshMutation,
     ),
 )
 Subscription = merge_types(

@@ -15,6 +15,8 @@ from gpupaas.pull_secrets import service as pull_secrets
 from gpupaas.quotas import service as quotas
 from gpupaas.service_instances import graphql as services_graphql
 from gpupaas.service_instances import service as services
+from gpupaas.service_instances import ssh as service_ssh
+from gpupaas.ssh_keys import service as ssh_keys
 
 
 def bind() -> None:
@@ -37,5 +39,7 @@ def bind() -> None:
     accounts.INSTANCE_COUNTERS.bind((compute.counts_by_project, services.counts_by_project))
     # A deleted user's instances are charged to no owner from then on.
     accounts.OWNER_GONE.bind(meter.release_owner)
+    # A user's new or deleted SSH key reaches the running services they own.
+    ssh_keys.KEYS_CHANGED.bind(service_ssh.keys_changed_for)
     # The audit log finds the project a filter or a refused request names.
     audit.PROJECT_NAMED.bind(accounts.project_named)

@@ -21,6 +21,7 @@ from gpupaas.runs.kinds import Claimed, RunKind, Work
 from gpupaas.runs.lifecycle import now
 from gpupaas.runs.models import DeploymentRun
 from gpupaas.runs.states import RunAction
+from gpupaas.settings import Settings
 from gpupaas.webhooks.models import WebhookEvent
 
 RUN = "run"
@@ -141,8 +142,9 @@ class ComputeRuns(RunKind[ComputeInstance]):
             memory_bytes=_whole(resources.memory, 1),
         )
 
-    async def work(self, claimed: Claimed[ComputeInstance], secret_key: str) -> Work:
+    async def work(self, claimed: Claimed[ComputeInstance], settings: Settings) -> Work:
         instance = claimed.subject
+        secret_key = settings.secret_key
 
         def plan(target: ClusterTarget | None) -> Plan:
             return plan_for(instance, claimed.project_name, target, secret_key=secret_key)

@@ -24,7 +24,8 @@ Image choices:
   (`set_env.sh`) for login shells; the device plugin and the Ascend Docker Runtime mount the NPUs
   and the driver.
 
-The shells (PyTorch, Ubuntu) run `sleep infinity` so that users exec in. Hugging Face downloads go
+The shells (PyTorch, Ubuntu, CANN) run `sleep infinity` with SSH access declared on port 22 (user root):
+gpupaas starts its own SSH server beside the command, with the owner's keys. Hugging Face downloads go
 to the workspace (`HF_HOME`), which keeps them across stop/start.
 """
 
@@ -32,7 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpupaas.instance_templates.spec import Port, ServiceSpec
+from gpupaas.instance_templates.spec import Port, ServiceSpec, SshAccess
 
 __all__ = ["BUILTIN_INSTANCE_TEMPLATES", "BuiltinInstanceTemplate", "builtin_instance_template"]
 
@@ -45,6 +46,9 @@ CANN_910B_IMAGE = "quay.io/ascend/cann:8.5.0-910b-ubuntu22.04-py3.11"
 CANN_310P_IMAGE = "quay.io/ascend/cann:8.5.0-310p-ubuntu22.04-py3.11"
 
 _HF_HOME = ("HF_HOME", "/workspace/.cache/huggingface")
+# The shells are reached over SSH: gpupaas starts an SSH server beside `sleep infinity`.
+_SSH_PORT = Port(name="SSH", port=22)
+_SSH = SshAccess(port="SSH", user="root")
 
 
 @dataclass(frozen=True)
@@ -85,14 +89,16 @@ BUILTIN_INSTANCE_TEMPLATES: tuple[BuiltinInstanceTemplate, ...] = (
         display_name="PyTorch (NVIDIA)",
         description=(
             "A shell in NVIDIA's PyTorch container (NGC, CUDA 12.8, Python 3.12): the container waits, "
-            "you open a terminal in it and run your own code. Work in /workspace, which is kept "
+            "you connect over SSH and run your own code. Work in /workspace, which is kept "
             "across stop and start."
         ),
         spec=ServiceSpec(
             vendor="NVIDIA",
             image=NGC_PYTORCH_IMAGE,
             command=("sleep", "infinity"),
+            ports=(_SSH_PORT,),
             env=(_HF_HOME,),
+            ssh=_SSH,
         ),
     ),
     BuiltinInstanceTemplate(
@@ -100,14 +106,16 @@ BUILTIN_INSTANCE_TEMPLATES: tuple[BuiltinInstanceTemplate, ...] = (
         display_name="PyTorch (AMD ROCm)",
         description=(
             "A shell in AMD's PyTorch container (ROCm 6.4, PyTorch 2.7, Python 3.12) for Instinct "
-            "GPUs: the container waits, you open a terminal in it and run your own code. Work in "
+            "GPUs: the container waits, you connect over SSH and run your own code. Work in "
             "/workspace, which is kept across stop and start."
         ),
         spec=ServiceSpec(
             vendor="AMD",
             image=ROCM_PYTORCH_IMAGE,
             command=("sleep", "infinity"),
+            ports=(_SSH_PORT,),
             env=(_HF_HOME,),
+            ssh=_SSH,
         ),
     ),
     BuiltinInstanceTemplate(
@@ -140,22 +148,29 @@ BUILTIN_INSTANCE_TEMPLATES: tuple[BuiltinInstanceTemplate, ...] = (
         name="ubuntu",
         display_name="Ubuntu 24.04 (CPU)",
         description=(
-            "A plain Ubuntu 24.04 shell without GPUs: the container waits, you open a terminal in it. "
+            "A plain Ubuntu 24.04 shell without GPUs: the container waits, you connect over SSH. "
             "Work in /workspace, which is kept across stop and start."
         ),
-        spec=ServiceSpec(vendor="CPU", image=UBUNTU_IMAGE, command=("sleep", "infinity")),
+        spec=ServiceSpec(
+            vendor="CPU", image=UBUNTU_IMAGE, command=("sleep", "infinity"), ports=(_SSH_PORT,), ssh=_SSH
+        ),
     ),
     BuiltinInstanceTemplate(
         name="cann-910b",
         display_name="CANN 8.5 (Ascend 910B)",
         description=(
             "A shell in Huawei's CANN 8.5.0 container (Ubuntu 22.04, Python 3.11) for Ascend 910B NPUs "
-            "(Atlas 800T A2, 900 A2): the container waits, you open a terminal in it and run your own "
+            "(Atlas 800T A2, 900 A2): the container waits, you connect over SSH and run your own "
             "code. Launch it in a compute instance of 910B NPUs; for 310P ones, choose CANN (Ascend "
             "310P). Work in /workspace, which is kept across stop and start."
         ),
         spec=ServiceSpec(
-            vendor="ASCEND", image=CANN_910B_IMAGE, command=("sleep", "infinity"), env=(_HF_HOME,)
+            vendor="ASCEND",
+            image=CANN_910B_IMAGE,
+            command=("sleep", "infinity"),
+            env=(_HF_HOME,),
+            ports=(_SSH_PORT,),
+            ssh=_SSH,
         ),
     ),
     BuiltinInstanceTemplate(
@@ -163,12 +178,17 @@ BUILTIN_INSTANCE_TEMPLATES: tuple[BuiltinInstanceTemplate, ...] = (
         display_name="CANN 8.5 (Ascend 310P)",
         description=(
             "A shell in Huawei's CANN 8.5.0 container (Ubuntu 22.04, Python 3.11) for Ascend 310P "
-            "inference NPUs (Atlas 300I Pro, 300I Duo, 300V): the container waits, you open a terminal "
-            "in it and run your own code. Launch it in a compute instance of 310P NPUs; for 910B ones, "
+            "inference NPUs (Atlas 300I Pro, 300I Duo, 300V): the container waits, you connect over SSH "
+            "and run your own code. Launch it in a compute instance of 310P NPUs; for 910B ones, "
             "choose CANN (Ascend 910B). Work in /workspace, which is kept across stop and start."
         ),
         spec=ServiceSpec(
-            vendor="ASCEND", image=CANN_310P_IMAGE, command=("sleep", "infinity"), env=(_HF_HOME,)
+            vendor="ASCEND",
+            image=CANN_310P_IMAGE,
+            command=("sleep", "infinity"),
+            env=(_HF_HOME,),
+            ports=(_SSH_PORT,),
+            ssh=_SSH,
         ),
     ),
 )

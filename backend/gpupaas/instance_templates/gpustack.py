@@ -25,6 +25,12 @@ problems that refuse it (as GPUStack paths, `items[3].spec.ports[0].port`, with 
 one bad template does not stop the others. Fields gpupaas cannot honour (yet) are refused by name
 (`UNSUPPORTED`), never dropped: a template imported is a template that runs as its file says.
 
+SSH: GPUStack's templates say it with a port (`{name: SSH, port: 22}`) beside a command that keeps
+the container up (`tail -f /dev/null`); its `sshPublicKeys` are refused (keys belong to people and
+services). A template with a command and a TCP port named for SSH (or port 22) gets SSH access on
+the first such port, as root (`ssh: {port, user}`): gpupaas then starts the SSH server GPUStack's
+image never did. `x-gpupaas: {ssh: ...}` says otherwise: another port or user, or `null` for none.
+
 Everything of a gpupaas template that GPUStack's format cannot say goes under the item's
 `x-gpupaas` key (GPUStack ignores keys it does not know), so that `export_catalog` followed by
 `parse_catalog` gives the same templates back. `gpustack_path` turns the API's field paths (what
@@ -42,7 +48,8 @@ from typing import Any
 import yaml
 
 from gpupaas.core import gpu_resources, yaml_limits
-from gpupaas.instance_templates.spec import Port, Resources, ServiceSpec, Storage
+from gpupaas.instance_templates.port_names import kubernetes_name
+from gpupaas.instance_templates.spec import Port, Resources, ServiceSpec, SshAccess, Storage
 
 __all__ = [
     "EXTENSION_KEY",
@@ -92,9 +99,11 @@ _RESOURCE_KEYS = (
     "acceleratorPartitionedProfile",
 )
 # gpupaas's own settings GPUStack's format cannot say: CPU and memory requests that differ from
-# their limits (GPUStack's `cpu` and `ram` are one amount each).
-_EXTENSION_KEYS: tuple[str, ...] = ("resources",)
+# their limits (GPUStack's `cpu` and `ram` are one amount each), and SSH access that its ports alone
+# would not say.
+_EXTENSION_KEYS: tuple[str, ...] = ("resources", "ssh")
 _EXTENSION_RESOURCE_KEYS = ("cpuRequest", "cpuLimit", "memoryRequest", "memoryLimit")
+_SSH_KEYS = ("port", "user")
 # GPUStack's `volume`: one of these, each a mapping.
 _VOLUME_KINDS = ("ephemeral", "persistent", "persistentTemplate")
 
@@ -110,7 +119,10 @@ UNSUPPORTED: dict[str, str] = {
     "spec.resources.acceleratorSlicedCoresPercentage": (
         "gpupaas does not slice GPUs by compute percentage; remove the field"
     ),
-    "spec.sshPublicKeys": ("SSH public keys are not part of a template: remove the field"),
+    "spec.sshPublicKeys": (
+        "SSH public keys are not part of a template: they belong to people (addSshPublicKey) and "
+        "services (addServiceInstanceSshKey); remove the field (the SSH port gives SSH access)"
+    ),
 }
 
 
@@ -383,6 +395,36 @@ def _pull_secret(reader: _Reader, spec: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _derived_ssh(ports: Sequence[Port], command: Sequence[str]) -> SshAccess | None:
+    """The SSH access a GPUStack template means: its first TCP port named for SSH (or port 22), as
+    root, when it has a command for the SSH server to start beside."""
+    if not command:
+        return None
+    for port in ports:
+        if port.protocol == "TCP" and ("ssh" in kubernetes_name(port.name).split("-") or port.port == 22):
+            return SshAccess(port=port.name, user="root")
+    return None
+
+
+def _ssh(
+    reader: _Reader, extension: Mapping[str, Any], ports: Sequence[Port], command: Sequence[str]
+) -> SshAccess | None:
+    """`x-gpupaas: {ssh: {port, user}}` (or `ssh: null`: none) when given, else what GPUStack's ports mean."""
+    if "ssh" not in extension:
+        return _derived_ssh(ports, command)
+    value = extension["ssh"]
+    if value is None:
+        return None
+    path = f"{EXTENSION_KEY}.ssh"
+    if not isinstance(value, dict):
+        reader.add(path, f"must be a mapping with port and user, or null for none, not {_kind(value)}")
+        return None
+    reader.keys(value, _SSH_KEYS, path)
+    port = reader.text(value, "port", path, required=True)
+    user = reader.text(value, "user", path) or "root"
+    return SshAccess(port=port, user=user) if port is not None else None
+
+
 def _read_item(index: int, item: object) -> Entry:
     reader = _Reader(f"items[{index}]")
     if not isinstance(item, dict):
@@ -415,19 +457,22 @@ def _read_item(index: int, item: object) -> Entry:
     _unsupported(reader, spec, resources)
     extension = reader.mapping(item, EXTENSION_KEY, "")
     reader.keys(extension, _EXTENSION_KEYS, EXTENSION_KEY)
+    command = _command(reader, spec)
+    ports = _ports(reader, spec)
     service_spec = ServiceSpec(
         vendor=vendor or "CPU",  # type: ignore[arg-type]
         image=image or "",
         image_pull_policy=policy or "IF_NOT_PRESENT",  # type: ignore[arg-type]
-        command=_command(reader, spec),
+        command=command,
         container_disk=reader.text(resources, "localStorage", "spec.resources") or "15Gi",
         mount_path=reader.text(spec, "volumeMount", "spec") or "/workspace",
-        ports=_ports(reader, spec),
+        ports=ports,
         env=_env(reader, spec),
         gpu_partition=_partition(reader, resources),
         image_pull_secret=_pull_secret(reader, spec),
         storage=_volume(reader, spec),
         resources=_resources(reader, resources, extension),
+        ssh=_ssh(reader, extension, ports, command),
     )
     if reader.problems:
         return Entry(index, name, None, tuple(reader.problems))
@@ -504,6 +549,7 @@ _FIELD_PATHS = {
     "env": "spec.env",
     "gpuPartition": "spec.resources.acceleratorPartitionedProfile",
     "imagePullSecret": "spec.imagePullSecret.name",
+    "ssh": f"{EXTENSION_KEY}.ssh",
 }
 _STORAGE_PATHS = {
     ("EPHEMERAL", "size"): "spec.volume.ephemeral.capacity",
@@ -605,6 +651,9 @@ def template_item(template: Template) -> dict[str, Any]:
         item["description"] = template.description
     item["manufacturer"] = _VENDOR_MANUFACTURER[spec.vendor]
     item["spec"] = body
+    if spec.ssh != _derived_ssh(spec.ports, spec.command):
+        # What the ports alone would not say: SSH on another port or user, or none at all.
+        extension["ssh"] = None if spec.ssh is None else {"port": spec.ssh.port, "user": spec.ssh.user}
     if extension:
         item[EXTENSION_KEY] = extension
     return item

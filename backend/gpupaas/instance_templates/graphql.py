@@ -28,6 +28,7 @@ from gpupaas.instance_templates.spec import (
     Port,
     Resources,
     ServiceSpec,
+    SshAccess,
     Storage,
     port_kubernetes_names,
 )
@@ -195,6 +196,28 @@ class ServiceResourcesInput:
         )
 
 
+@strawberry.type(
+    description="SSH access: gpupaas starts an SSH server on the port `port` names, beside the command, "
+    "that lets `user` in with the keys of the service's owner and those added to the service."
+)
+class SshAccessType:
+    port: str = strawberry.field(description='The name (label) of one of the TCP ports, like "SSH".')
+    user: str = strawberry.field(description="The image's user the SSH server logs in, like root.")
+
+    @classmethod
+    def of(cls, spec: ServiceSpec) -> SshAccessType | None:
+        return None if spec.ssh is None else cls(port=spec.ssh.port, user=spec.ssh.user)
+
+
+@strawberry.input(description='SSH access; on an update, port "" removes it.')
+class SshAccessInput:
+    port: str = strawberry.field(description='The name (label) of one of the TCP ports, like "SSH".')
+    user: str | None = strawberry.field(default=None, description="Defaults to root.")
+
+    def to_service(self) -> SshAccess:
+        return SshAccess(port=self.port, user="root" if self.user is None else self.user)
+
+
 def instance_templates_by_id() -> DataLoader[uuid.UUID, InstanceTemplate | None]:
     return by_id(InstanceTemplate)
 
@@ -225,6 +248,7 @@ class InstanceTemplateType:
     )
     storage: ServiceStorage = strawberry.field(description="Its services' workspace storage.")
     resources: ServiceResources = strawberry.field(description="Its services' CPU and memory.")
+    ssh: SshAccessType | None = strawberry.field(description="SSH access, or null for none.")
     built_in: bool = strawberry.field(
         description="Shipped with gpupaas (global); platform admins may edit it but not delete it."
     )
@@ -258,6 +282,7 @@ class InstanceTemplateType:
             image_pull_secret=template.image_pull_secret,
             storage=ServiceStorage.of(spec.storage),
             resources=ServiceResources.of(spec.resources),
+            ssh=SshAccessType.of(template.spec()),
             built_in=template.built_in,
             created_at=template.created_at,
             updated_at=template.updated_at,
@@ -297,6 +322,10 @@ class CreateInstanceTemplateInput:
     resources: ServiceResourcesInput | None = strawberry.field(
         default=None, description="Defaults to the GPUs' share of the compute instance."
     )
+    ssh: SshAccessInput | None = strawberry.field(
+        default=None,
+        description="SSH access: an SSH server beside the command (which it needs), on one of the ports.",
+    )
 
 
 @strawberry.input(
@@ -324,6 +353,7 @@ class UpdateInstanceTemplateInput:
     resources: ServiceResourcesInput | None = strawberry.field(
         default=None, description="Replaces it when given ({} for the defaults)."
     )
+    ssh: SshAccessInput | None = strawberry.field(default=None, description='port "" removes it.')
 
 
 @strawberry.type
@@ -349,6 +379,7 @@ def _template_in(data: CreateInstanceTemplateInput | UpdateInstanceTemplateInput
         image_pull_secret=data.image_pull_secret,
         storage=None if data.storage is None else data.storage.to_service(),
         resources=None if data.resources is None else data.resources.to_service(),
+        ssh=None if data.ssh is None else data.ssh.to_service(),
     )
 
 

@@ -69,6 +69,8 @@ class InstanceTemplate(Model):
     # (a new volume of the GPUs' share, released on delete; CPU and memory by that share).
     storage: fields.JSONField[dict[str, Any] | None] = fields.JSONField(null=True)
     resources: fields.JSONField[dict[str, Any] | None] = fields.JSONField(null=True)
+    # SSH access ({port, user}: the port's label and the user), or NULL for none.
+    ssh: fields.JSONField[dict[str, str] | None] = fields.JSONField(null=True)
     built_in = fields.BooleanField(default=False)
     created_at = fields.DatetimeField(auto_now_add=True)
     updated_at = fields.DatetimeField(auto_now=True)
@@ -93,6 +95,7 @@ class InstanceTemplate(Model):
                 "imagePullSecret": self.image_pull_secret,
                 "storage": self.storage,
                 "resources": self.resources,
+                "ssh": self.ssh,
             }
         )
 
@@ -111,3 +114,4 @@ class InstanceTemplate(Model):
         default = ServiceSpec(vendor=spec.vendor, image=spec.image)
         self.storage = None if spec.storage == default.storage else storage_to_json(spec.storage)
         self.resources = None if spec.resources == default.resources else resources_to_json(spec.resources)
+        self.ssh = data["ssh"]

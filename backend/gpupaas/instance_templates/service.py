@@ -37,7 +37,7 @@ from gpupaas.core.search import matching
 from gpupaas.instance_templates import gpustack
 from gpupaas.instance_templates.builtins import BUILTIN_INSTANCE_TEMPLATES
 from gpupaas.instance_templates.models import ImagePullPolicy, InstanceTemplate
-from gpupaas.instance_templates.spec import Port, Resources, ServiceSpec, Storage, check_spec
+from gpupaas.instance_templates.spec import Port, Resources, ServiceSpec, SshAccess, Storage, check_spec
 from gpupaas.pull_secrets import service as pull_secrets
 
 __all__ = [
@@ -78,6 +78,8 @@ class TemplateIn:
     # Replace the template's when given.
     storage: Storage | None = None
     resources: Resources | None = None
+    # SSH access; a port of "" clears it.
+    ssh: SshAccess | None = None
 
 
 def is_global(owner: Project) -> bool:
@@ -167,6 +169,8 @@ def _spec_with(base: ServiceSpec, data: TemplateIn) -> ServiceSpec:
         changes["storage"] = data.storage
     if data.resources is not None:
         changes["resources"] = data.resources
+    if data.ssh is not None:
+        changes["ssh"] = data.ssh if data.ssh.port.strip() else None
     return replace(base, **changes)
 
 
@@ -396,6 +400,7 @@ def _as_written(template: gpustack.Template) -> TemplateIn:
         image_pull_secret=spec.image_pull_secret or "",
         storage=spec.storage,
         resources=spec.resources,
+        ssh=spec.ssh or SshAccess(port=""),
     )
 
 

@@ -49,6 +49,7 @@ __all__ = [
     "ReclaimPolicy",
     "Resources",
     "ServiceSpec",
+    "SshAccess",
     "Storage",
     "StorageMode",
     "Vendor",
@@ -58,6 +59,7 @@ __all__ = [
     "resources_to_json",
     "spec_from_json",
     "spec_to_json",
+    "ssh_port",
     "storage_from_json",
     "storage_to_json",
 ]
@@ -151,6 +153,28 @@ class Resources:
 
 
 @dataclass(frozen=True)
+class SshAccess:
+    """SSH into the service: gpupaas starts an SSH server on the port named `port` (one of the
+    spec's TCP ports, by its label), beside the container's command, that lets in `user` with the
+    keys of the service's owner and those added to the service (service_instances/ssh.py)."""
+
+    port: str
+    user: str = "root"
+
+
+# A POSIX user name as useradd takes it (the SSH server logs into an account of the image).
+_USER_RE = re.compile(r"[a-z_][a-z0-9_-]{0,31}", re.ASCII)
+
+
+def ssh_port(spec: ServiceSpec) -> Port | None:
+    """The port SSH access is declared on, or None (no SSH, or a port the spec does not have)."""
+    if spec.ssh is None:
+        return None
+    wanted = spec.ssh.port.strip().casefold()
+    return next((port for port in spec.ports if port.name.strip().casefold() == wanted), None)
+
+
+@dataclass(frozen=True)
 class ServiceSpec:
     vendor: Vendor
     image: str
@@ -167,6 +191,8 @@ class ServiceSpec:
     image_pull_secret: str | None = None
     storage: Storage = Storage()
     resources: Resources = Resources()
+    # SSH access (an SSH server gpupaas starts beside the command), or None.
+    ssh: SshAccess | None = None
 
 
 # ---------------------------------------------------------------------------------------- checking
@@ -438,6 +464,43 @@ def _check_resources(resources: Resources, problems: list[tuple[Path, str]]) -> 
             problems.append((path, f"must be at most the {what} limit ({request} requested, limit {limit})"))
 
 
+def _check_ssh(spec: ServiceSpec, problems: list[tuple[Path, str]]) -> None:
+    if spec.ssh is None:
+        return
+    port = ssh_port(spec)
+    names = ", ".join(f'"{p.name}"' for p in spec.ports if p.protocol == "TCP")
+    if port is None:
+        problems.append(
+            (
+                ("ssh", "port"),
+                f'must be the name of one of the ports (not "{spec.ssh.port}"): '
+                + (f"its TCP ports are {names}" if names else 'add a TCP port for it, like "SSH" 22'),
+            )
+        )
+    elif port.protocol != "TCP":
+        problems.append((("ssh", "port"), f'port "{port.name}" is {port.protocol}: SSH needs a TCP port'))
+    elif port.access_params:
+        problems.append(
+            (("ssh", "port"), f'port "{port.name}" has access params, which an ssh command cannot carry')
+        )
+    if not _USER_RE.fullmatch(spec.ssh.user):
+        problems.append(
+            (
+                ("ssh", "user"),
+                "must be a user name of the image, like root (lowercase letters, digits, _ and -, "
+                f'at most 32, not starting with a digit or -; not "{spec.ssh.user}")',
+            )
+        )
+    if not spec.command:
+        problems.append(
+            (
+                ("ssh", "port"),
+                "SSH access needs a command: the SSH server starts beside it, and without one the "
+                'image\'s own entrypoint is unknown (give one, like ["sleep", "infinity"])',
+            )
+        )
+
+
 def check_spec(spec: ServiceSpec) -> list[tuple[Path, str]]:
     """Everything wrong with a spec, as (field path, message) pairs; empty when it is sound."""
     problems: list[tuple[Path, str]] = []
@@ -473,6 +536,7 @@ def check_spec(spec: ServiceSpec) -> list[tuple[Path, str]]:
             problems.append((("gpuPartition",), partition_problem))
     _check_storage(spec.storage, problems)
     _check_resources(spec.resources, problems)
+    _check_ssh(spec, problems)
     reported = {path for path, _ in problems}
     problems.extend((path, message) for path, message in unknown_placeholders(spec) if path not in reported)
     return sorted(problems, key=lambda problem: _path_order(problem[0]))
@@ -491,6 +555,7 @@ _FIELD_ORDER = (
     "gpuPartition",
     "storage",
     "resources",
+    "ssh",
 )
 
 
@@ -531,6 +596,7 @@ def spec_to_json(spec: ServiceSpec) -> dict[str, Any]:
         "imagePullSecret": spec.image_pull_secret,
         "storage": storage_to_json(spec.storage),
         "resources": resources_to_json(spec.resources),
+        "ssh": None if spec.ssh is None else {"port": spec.ssh.port, "user": spec.ssh.user},
     }
 
 
@@ -655,6 +721,16 @@ def spec_from_json(data: Mapping[str, Any]) -> ServiceSpec:
         image_pull_secret=_get(data, "imagePullSecret", (), str, None) or None,
         storage=storage_from_json(data.get("storage")),
         resources=resources_from_json(data.get("resources")),
+        ssh=_ssh_from_json(data),
+    )
+
+
+def _ssh_from_json(data: Mapping[str, Any]) -> SshAccess | None:
+    ssh = _get(data, "ssh", (), dict, None)
+    if ssh is None:
+        return None
+    return SshAccess(
+        port=_get(ssh, "port", ("ssh",), str, _REQUIRED), user=_get(ssh, "user", ("ssh",), str, "root")
     )
 
 

@@ -25,6 +25,7 @@ from gpupaas.provisioning.plan import Plan
 from gpupaas.provisioning.registry import ClusterTarget
 from gpupaas.runs.models import DeploymentRun
 from gpupaas.runs.states import RunAction
+from gpupaas.settings import Settings
 from gpupaas.webhooks.models import WebhookEvent
 
 
@@ -166,5 +167,6 @@ class RunKind(ABC, Generic[S]):
     # ---------------------------------------------------------------- workers
 
     @abstractmethod
-    async def work(self, claimed: Claimed[S], secret_key: str) -> Work:
-        """What to apply (or destroy) for the claimed run."""
+    async def work(self, claimed: Claimed[S], settings: Settings) -> Work:
+        """What to apply (or destroy) for the claimed run (`settings`: the secret key, the SSH
+        tools' image)."""

@@ -13,6 +13,8 @@ class RunAction(str, Enum):
     START = "START"
     STOP = "STOP"
     RESTART = "RESTART"
+    # Applies a running service's objects again with its new SSH keys (no new pod).
+    APPLY_SSH_KEYS = "APPLY_SSH_KEYS"
 
 
 class RunStatus(str, Enum):

@@ -3,8 +3,10 @@
 `connect_links(spec, access_address=..., node_ports=...)` gives one link per port a person can
 click or paste, in the spec's port order:
 
-- SSH ports (TCP, named "ssh" or a name with an "ssh" part like "ssh-admin", or port 22):
-  `ssh -p <port> root@<host>`. Checked first, so a port named "ssh" is never a web link.
+- The port the spec declares SSH access on (`spec.ssh`: gpupaas starts an SSH server there):
+  `ssh -p <port> <user>@<host>`, the exact command (`ssh_endpoint` gives its parts). Other SSH
+  ports (TCP, named "ssh" or a name with an "ssh" part like "ssh-admin", or port 22) get no link:
+  nothing gpupaas knows of listens there. Checked first, so a port named "ssh" is never a web link.
 - Web ports (TCP and any of: a name or a "-"-separated part of it that says web (http, https, web,
   ui, jupyter, tensorboard, gradio, streamlit); a well-known web port (80, 443, 8000, 8080, 8443,
   8888, and TensorBoard's 6006, Gradio's 7860, Streamlit's 8501); access params, which only make
@@ -35,7 +37,7 @@ from dataclasses import dataclass
 from urllib.parse import quote, urlencode, urlsplit
 
 from gpupaas.instance_templates.port_names import kubernetes_name
-from gpupaas.instance_templates.spec import Port, ServiceSpec, port_kubernetes_names
+from gpupaas.instance_templates.spec import Port, ServiceSpec, port_kubernetes_names, ssh_port
 
 __all__ = [
     "HTTPS_PORTS",
@@ -46,6 +48,7 @@ __all__ = [
     "connect_links",
     "is_ssh_port",
     "is_web_port",
+    "ssh_endpoint",
 ]
 
 WEB_PORT_NAMES = frozenset({"http", "https", "web", "ui", "jupyter", "tensorboard", "gradio", "streamlit"})
@@ -142,11 +145,14 @@ def connect_links(
     if isinstance(parsed, str):
         return []
     scheme, host = parsed
+    declared = ssh_port(spec)
     links: list[ConnectLink] = []
     for port, k8s_name in zip(spec.ports, port_kubernetes_names(spec), strict=True):
         number = port.port if node_ports is None else node_ports.get(k8s_name, port.port)
-        if is_ssh_port(port):
-            links.append(ConnectLink(port=port.name, url=f"ssh -p {number} root@{host}"))
+        if port is declared and spec.ssh is not None:
+            links.append(ConnectLink(port=port.name, url=ssh_command(number, spec.ssh.user, host)))
+        elif is_ssh_port(port):
+            continue
         elif is_web_port(port):
             link_scheme = scheme or ("https" if _is_https(port) else "http")
             url = f"{link_scheme}://{_url_host(host)}:{number}/"
@@ -154,3 +160,37 @@ def connect_links(
                 url += "?" + urlencode(port.access_params, quote_via=quote, safe="/:")
             links.append(ConnectLink(port=port.name, url=url))
     return links
+
+
+def ssh_command(port: int, user: str, host: str) -> str:
+    """The exact command a person runs: ``ssh -p 30022 root@gpu.example.com``."""
+    return f"ssh -p {port} {user}@{host}"
+
+
+@dataclass(frozen=True)
+class SshEndpoint:
+    host: str
+    port: int
+    user: str
+
+    @property
+    def command(self) -> str:
+        return ssh_command(self.port, self.user, self.host)
+
+
+def ssh_endpoint(
+    spec: ServiceSpec, *, access_address: str | None, node_ports: Mapping[str, int]
+) -> SshEndpoint | None:
+    """Where the spec's SSH server is reached: the access address's host and the SSH port's node
+    port; None without SSH access, an access address or the node port."""
+    declared = ssh_port(spec)
+    if spec.ssh is None or declared is None or access_address is None:
+        return None
+    parsed = _parse_address(access_address)
+    if isinstance(parsed, str):
+        return None
+    names = dict(zip(spec.ports, port_kubernetes_names(spec), strict=True))
+    number = node_ports.get(names[declared])
+    if number is None:
+        return None
+    return SshEndpoint(host=parsed[1], port=number, user=spec.ssh.user)

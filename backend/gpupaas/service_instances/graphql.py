@@ -47,11 +47,18 @@ from gpupaas.instance_templates.graphql import (
     ServiceResourcesInput,
     ServiceStorage,
     ServiceStorageInput,
+    SshAccessType,
     instance_templates_by_id,
 )
 from gpupaas.instance_templates.models import ImagePullPolicy
 from gpupaas.service_instances import service as instances
 from gpupaas.service_instances.models import ServiceInstance
+from gpupaas.service_instances.ssh_graphql import (
+    ServiceInstanceSshKeyType,
+    ServiceInstanceSshType,
+    ssh_keys_of,
+    ssh_of,
+)
 from gpupaas.service_instances.states import Request, ServiceStatus
 
 ServiceStatusEnum = strawberry.enum(ServiceStatus, name="ServiceStatus")
@@ -188,6 +195,25 @@ class ServiceInstanceType:
             access_params=instances.manages(info.context.actor, self._model),
         )
         return [ConnectLink(port=link.port, url=link.url) for link in links]
+
+    @strawberry.field(
+        description="The SSH access its spec declares (copied from its template), or null: none. "
+        "`ssh` says how to log in once it runs."
+    )
+    def ssh_access(self) -> SshAccessType | None:
+        return SshAccessType.of(self._model.spec_model())
+
+    @strawberry.field(
+        description="How to log in over SSH (the exact ssh command, the host key's fingerprint); null "
+        "without SSH access, while STOPPING or STOPPED, or before its first start."
+    )
+    async def ssh(self, info: Info) -> ServiceInstanceSshType | None:
+        instance = await self._compute_instance(info)
+        return ssh_of(info, self._model, await cluster_of(info, instance.profile_snapshot.cluster_id))
+
+    @strawberry.field(description="The SSH keys added to it, besides its owner's (by name).")
+    async def ssh_keys(self) -> list[ServiceInstanceSshKeyType]:
+        return await ssh_keys_of(self._model)
 
     @strawberry.field(
         description="What the caller may do with the service instance now (start, stop, restart, "

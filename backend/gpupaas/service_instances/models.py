@@ -49,6 +49,9 @@ class ServiceInstance(Model):
     spec: fields.JSONField[dict[str, Any]] = fields.JSONField(default=dict)
     # Fernet (core.crypto) of the JSON object {placeholder name: value}.
     generated = fields.TextField(default="")
+    # Fernet of its SSH server's host key (OpenSSH PEM), made with it when its spec has SSH access:
+    # the same across stop, start and restart, so that clients keep trusting it (service_instances/ssh.py).
+    ssh_host_key = fields.TextField(default="", db_default="")
     gpu_count = fields.IntField(default=0)
     status = fields.CharEnumField(ServiceStatus, max_length=16, default=ServiceStatus.PENDING)
     status_message: str | None = fields.TextField(null=True)
@@ -83,3 +86,29 @@ class ServiceInstance(Model):
 
     def spec_model(self) -> ServiceSpec:
         return spec_from_json(self.spec)
+
+
+class ServiceInstanceSshKey(Model):
+    """An SSH public key added to one service instance (besides its owner's): who may log in to it
+    too. The line is the one ssh_keys.keys rebuilt from the parsed key, never the text as given."""
+
+    id = fields.UUIDField(primary_key=True)
+    service: fields.ForeignKeyRelation[ServiceInstance] = fields.ForeignKeyField(
+        "gpupaas.ServiceInstance", related_name="ssh_keys", on_delete=fields.CASCADE
+    )
+    service_id: uuid.UUID
+    added_by: fields.ForeignKeyNullableRelation[User] = fields.ForeignKeyField(
+        "gpupaas.User", related_name="service_ssh_keys_added", null=True, on_delete=fields.SET_NULL
+    )
+    added_by_id: uuid.UUID | None
+    name = fields.CharField(max_length=128)
+    key_type = fields.CharField(max_length=64)
+    bits = fields.IntField()
+    fingerprint = fields.CharField(max_length=64)
+    public_key = fields.TextField()
+    created_at = fields.DatetimeField(auto_now_add=True)
+
+    class Meta:
+        table = "service_instance_ssh_keys"
+        unique_together = (("service", "fingerprint"), ("service", "name"))
+        ordering = ["name"]

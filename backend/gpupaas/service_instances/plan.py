@@ -36,7 +36,7 @@ from gpupaas.core import gpu_resources
 from gpupaas.instance_templates.spec import ServiceSpec, port_kubernetes_names
 from gpupaas.provisioning.plan import SERVICE_LABEL, Plan, namespace_for
 from gpupaas.provisioning.render.rendering import OutputDefinition, RenderContext
-from gpupaas.service_instances.podspec import build_objects
+from gpupaas.service_instances.podspec import SshSetup, build_objects
 from gpupaas.service_instances.sizing import service_resources, size_service
 
 __all__ = ["NODE_PORT_OUTPUT", "build_service_plan", "node_ports_of", "service_resources"]
@@ -73,12 +73,14 @@ def build_service_plan(
     annotations: Mapping[str, str] | None = None,
     generated: Mapping[str, str] | None = None,
     registry: tuple[str, str, str] | None = None,
+    ssh: SshSetup | None = None,
 ) -> Plan:
     """The plan of a service instance: running (one replica, `restart` to replace the pod) or
         stopped (zero replicas), placed as its compute instance (`allocation`, the GPU model of
         `compute_resources`). The values of the placeholders of `spec`'s command and env are in
         `generated` (the pod reads them from a Secret: podspec.py), or `spec` is resolved. `registry`
-    (registry, user, password): the credentials of the spec's image pull secret. Raises
+    (registry, user, password): the credentials of the spec's image pull secret; `ssh`: the SSH
+    setup a spec with SSH access needs (tools image, authorized_keys, host key). Raises
         ValueError for what cannot make valid objects (a spec that passed check_spec, its values and a
         checked gpu_count always can)."""
     gpu_model = compute_resources.get("gpuModel") or None
@@ -106,6 +108,7 @@ def build_service_plan(
         workspace_size=workspace,
         generated=generated or {},
         registry=registry,
+        ssh=ssh,
     )
     outputs = tuple(
         OutputDefinition(

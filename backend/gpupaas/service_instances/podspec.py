@@ -51,9 +51,28 @@ default of 1Gi of memory would otherwise kill a model server). Besides:
 - automountServiceAccountToken is off: a notebook has no business with the Kubernetes API.
 - fsGroup 100 ("users") with OnRootMismatch: images that run as a non-root user (the Jupyter
   Docker Stacks' jovyan is in group 100) can write to a fresh workspace; root images are unaffected.
-- A TCP readiness probe on the first TCP port, so that the instance is RUNNING only once its
-  server answers (vLLM opens its port after loading the model). No liveness probe: a slow start
-  must not be killed.
+- A TCP readiness probe on a port where something listens, so that the instance is RUNNING only
+  once its server answers (vLLM opens its port after loading the model): the first TCP port that is
+  not an SSH port, unless the command only waits (`sleep infinity`, `tail -f /dev/null`: nothing of
+  the image listens then); else the port of the SSH server gpupaas starts; else none. An SSH-looking
+  port without SSH access declared is never probed: nothing is known to listen there. No liveness
+  probe: a slow start must not be killed.
+
+SSH access (`spec.ssh`, with `ssh`: the tools image, the authorized_keys and the host key), which
+needs nothing from the image:
+
+- An init container from the tools image (GPUPAAS_SSH_IMAGE, infra/container/ssh-tools.Containerfile)
+  copies a static dropbear and busybox into an emptyDir, mounted at /gpupaas-ssh.
+- A Secret `<name>-ssh` holds `authorized_keys` (the owner's keys and those added to the service)
+  and `ssh_host_ed25519_key` (the service's host key, kept encrypted in the database so that it is
+  the same after every restart), mounted read-only at /gpupaas-ssh-keys.
+- The command is wrapped: busybox's sh links the user's ~/.ssh/authorized_keys (the home from the
+  image's /etc/passwd) to the Secret's file, converts the host key, starts dropbear on the SSH port
+  (keys only, `-w` when the user is not root) in the background and execs the user's command, which
+  keeps its arguments (and the kubelet's `$(VAR)` expansion). The Secret volume is updated in place
+  when the keys change (the kubelet swaps its files) and dropbear reads authorized_keys at every
+  login: a key change reaches a running pod without a restart, and the pod template never carries
+  the keys, so applying new keys rolls out nothing.
 - No GPUs requested: NVIDIA_VISIBLE_DEVICES=void (unless the spec sets it). On nodes whose default
   runtime is NVIDIA's, an NVIDIA image (which sets NVIDIA_VISIBLE_DEVICES=all) would otherwise see
   every GPU of the node without the scheduler knowing; "void" makes the runtime behave like runc.
@@ -73,13 +92,13 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, Literal
 
 from gpupaas.core import quantities, validation
 from gpupaas.instance_templates import placeholders
-from gpupaas.instance_templates.spec import ServiceSpec, port_kubernetes_names
+from gpupaas.instance_templates.spec import Port, ServiceSpec, port_kubernetes_names, ssh_port
 from gpupaas.provisioning.plan import (
     COMPUTE_INSTANCE_LABEL,
     MANAGED_BY,
@@ -87,6 +106,7 @@ from gpupaas.provisioning.plan import (
     RECLAIM_KEEP,
     SERVICE_LABEL,
 )
+from gpupaas.service_instances.connect import is_ssh_port
 
 __all__ = [
     "CONTAINER_NAME",
@@ -96,15 +116,21 @@ __all__ = [
     "PULL_POLICIES",
     "RESTART_ANNOTATION",
     "SERVICE_LABEL",
+    "SSH_HOST_KEY_FILE",
+    "SSH_KEYS_FILE",
+    "SshSetup",
     "build_generated_secret",
     "build_objects",
     "build_service",
+    "build_ssh_secret",
     "build_workload",
     "build_workspace_volume",
     "generated_env_name",
     "generated_secret_name",
     "identity_labels",
+    "probe_port",
     "service_name",
+    "ssh_secret_name",
     "workspace_claim_name",
 ]
 
@@ -122,6 +148,17 @@ FS_GROUP = 100
 PULL_POLICIES: dict[str, str] = {"ALWAYS": "Always", "IF_NOT_PRESENT": "IfNotPresent", "NEVER": "Never"}
 
 ServiceType = Literal["ClusterIP", "NodePort"]
+
+# SSH access: the tools (an emptyDir the init container fills) and the keys (the Secret).
+SSH_TOOLS_VOLUME = "gpupaas-ssh"
+SSH_TOOLS_DIR = "/gpupaas-ssh"
+SSH_KEYS_VOLUME = "gpupaas-ssh-keys"
+SSH_KEYS_DIR = "/gpupaas-ssh-keys"
+SSH_INIT_CONTAINER = "gpupaas-ssh"
+# Where the tools image keeps them (infra/container/ssh-tools.Containerfile).
+SSH_IMAGE_DIR = "/opt/gpupaas-ssh"
+SSH_KEYS_FILE = "authorized_keys"
+SSH_HOST_KEY_FILE = "ssh_host_ed25519_key"
 
 _NO_LABELS: Mapping[str, str] = MappingProxyType({})
 _NO_VALUES: Mapping[str, str] = MappingProxyType({})
@@ -336,6 +373,128 @@ def build_generated_secret(
     }
 
 
+# ---------------------------------------------------------------------------------------- SSH
+
+
+@dataclass(frozen=True)
+class SshSetup:
+    """What SSH access needs besides the spec: the tools image, the authorized_keys file's content
+    and the host key (an OpenSSH private key, PEM)."""
+
+    image: str
+    authorized_keys: str
+    host_key: str
+
+
+def ssh_secret_name(name: str) -> str:
+    """The Secret of the SSH server's keys: ``<name>-ssh``."""
+    return f"{name}-ssh"
+
+
+def build_ssh_secret(
+    *,
+    name: str,
+    namespace: str,
+    instance_id: str,
+    compute_instance_id: str,
+    ssh: SshSetup,
+    labels: Mapping[str, str] = _NO_LABELS,
+) -> dict[str, Any]:
+    """The Secret `<name>-ssh`: authorized_keys and the host key (base64 `data`)."""
+    _check_identity(name, namespace, instance_id, compute_instance_id)
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": _metadata(
+            ssh_secret_name(name),
+            namespace,
+            identity_labels(
+                name=name, instance_id=instance_id, compute_instance_id=compute_instance_id, labels=labels
+            ),
+        ),
+        "type": "Opaque",
+        "data": {
+            SSH_KEYS_FILE: base64.b64encode(ssh.authorized_keys.encode()).decode(),
+            SSH_HOST_KEY_FILE: base64.b64encode(ssh.host_key.encode()).decode(),
+        },
+    }
+
+
+def _ssh_script(port: int, user: str) -> str:
+    """The shell script (busybox sh, from the tools) that starts dropbear and then execs "$@", the
+    user's command. `user` passed check_spec (a plain user name) and `port` is a number: both are
+    safe inside the script."""
+    busybox = f"{SSH_TOOLS_DIR}/bin/busybox"
+    keys = f"{SSH_KEYS_DIR}/{SSH_KEYS_FILE}"
+    no_root = " -w" if user != "root" else ""
+    return "\n".join(
+        (
+            f"B={busybox}",
+            f"home=$($B awk -F: '$1 == \"{user}\" {{ print $6; exit }}' /etc/passwd)",
+            'if [ -z "$home" ]; then',
+            f'  echo "gpupaas: the image has no user {user} (/etc/passwd): no SSH server" >&2',
+            "else",
+            '  $B mkdir -p "$home/.ssh" && $B chmod 700 "$home/.ssh"',
+            f'  [ "$($B id -u)" = 0 ] && $B chown {user} "$home/.ssh"',
+            f'  $B ln -sfn {keys} "$home/.ssh/authorized_keys"',
+            f"  {SSH_TOOLS_DIR}/bin/dropbearconvert openssh dropbear {SSH_KEYS_DIR}/{SSH_HOST_KEY_FILE} "
+            f"{SSH_TOOLS_DIR}/host_key >/dev/null 2>&1",
+            f"  {SSH_TOOLS_DIR}/bin/dropbear -F -E -s{no_root} -p {port} -r {SSH_TOOLS_DIR}/host_key &",
+            "fi",
+            'exec "$@"',
+        )
+    )
+
+
+def ssh_command(spec: ServiceSpec) -> list[str]:
+    """The container's command with the SSH server started beside it (spec.ssh must be set and
+    checked: a TCP port, a command)."""
+    port = ssh_port(spec)
+    if spec.ssh is None or port is None or not spec.command:
+        raise ValueError("SSH access needs a declared SSH port and a command")
+    # The kubelet expands $(NAME) in a command; $$( is how a literal $( is written.
+    script = _ssh_script(port.port, spec.ssh.user).replace("$(", "$$(")
+    return [f"{SSH_TOOLS_DIR}/bin/busybox", "sh", "-c", script, "gpupaas-ssh", *spec.command]
+
+
+def _ssh_init_container(image: str) -> dict[str, Any]:
+    return {
+        "name": SSH_INIT_CONTAINER,
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": [f"{SSH_IMAGE_DIR}/bin/busybox", "cp", "-a", f"{SSH_IMAGE_DIR}/.", f"{SSH_TOOLS_DIR}/"],
+        "volumeMounts": [{"name": SSH_TOOLS_VOLUME, "mountPath": SSH_TOOLS_DIR}],
+        "resources": {
+            "requests": {"cpu": "10m", "memory": "16Mi", "ephemeral-storage": "16Mi"},
+            "limits": {"cpu": "100m", "memory": "64Mi", "ephemeral-storage": "16Mi"},
+        },
+    }
+
+
+_IDLE_COMMANDS = (("sleep", "infinity"), ("tail", "-f", "/dev/null"))
+_SHELLS = ("sh", "bash", "/bin/sh", "/bin/bash", "/usr/bin/bash")
+
+
+def only_waits(command: tuple[str, ...]) -> bool:
+    """Whether the command only keeps the container alive (`sleep infinity`, `tail -f /dev/null`,
+    also through `sh -c`): then nothing of the image listens on its ports."""
+    if command in _IDLE_COMMANDS:
+        return True
+    if len(command) == 3 and command[0] in _SHELLS and command[1] == "-c":
+        return tuple(command[2].split()) in _IDLE_COMMANDS
+    return False
+
+
+def probe_port(spec: ServiceSpec) -> Port | None:
+    """The port the readiness probe knocks at: one where something listens (module docstring)."""
+    declared = ssh_port(spec) if spec.ssh is not None else None
+    if not only_waits(spec.command):
+        for port in spec.ports:
+            if port.protocol == "TCP" and port is not declared and not is_ssh_port(port):
+                return port
+    return declared if declared is not None and declared.protocol == "TCP" else None
+
+
 # ---------------------------------------------------------------------------------------- workload
 
 
@@ -378,6 +537,7 @@ def _container(
     memory_limit: str | None,
     scratch: str | None,
     generated: list[dict[str, Any]],
+    ssh: bool,
 ) -> dict[str, Any]:
     # The generated values first: the kubelet expands $(NAME) only from variables defined before.
     env = [*generated, *({"name": key, "value": value} for key, value in spec.env)]
@@ -398,7 +558,9 @@ def _container(
         "image": spec.image,
         "imagePullPolicy": PULL_POLICIES[spec.image_pull_policy],
     }
-    if spec.command:
+    if ssh:
+        container["command"] = ssh_command(spec)
+    elif spec.command:
         container["command"] = list(spec.command)
     container["workingDir"] = spec.mount_path
     if env:
@@ -413,7 +575,12 @@ def _container(
         {"name": WORKSPACE_VOLUME, "mountPath": spec.mount_path},
         {"name": SHM_VOLUME, "mountPath": "/dev/shm"},  # noqa: S108  # the container's own tmpfs
     ]
-    tcp = next((port for port in spec.ports if port.protocol == "TCP"), None)
+    if ssh:
+        container["volumeMounts"] += [
+            {"name": SSH_TOOLS_VOLUME, "mountPath": SSH_TOOLS_DIR},
+            {"name": SSH_KEYS_VOLUME, "mountPath": SSH_KEYS_DIR, "readOnly": True},
+        ]
+    tcp = probe_port(spec)
     if tcp is not None:
         container["readinessProbe"] = {
             "tcpSocket": {"port": tcp.port},
@@ -441,14 +608,16 @@ def build_workload(
     pulls_with_secret: bool = False,
     cpu_limit: str | None = None,
     memory_limit: str | None = None,
+    ssh_image: str | None = None,
 ) -> dict[str, Any]:
     """The service instance's Deployment: one replica when running, `replicas=0` when stopped.
     `restart` (the restart's id) on the pod template replaces the running pod with a new one.
 
     Each placeholder of the command and env must have its value in `generated` (they are read from
     the Secret `build_generated_secret` makes), or the spec be resolved; `gpu_count` GPUs of
-    `gpu_resource_name` for a GPU vendor, 0 for CPU. Raises ValueError for arguments that cannot
-    make a valid Deployment.
+    `gpu_resource_name` for a GPU vendor, 0 for CPU. A spec with SSH access needs `ssh_image` (the
+    tools' image) and its pod mounts the Secret `build_ssh_secret` makes. Raises ValueError for
+    arguments that cannot make a valid Deployment.
     """
     _check_identity(name, namespace, instance_id, compute_instance_id)
     spec, used = _referring(spec, generated)
@@ -484,6 +653,13 @@ def build_workload(
         if problem is not None:
             raise ValueError(f"restart {restart!r} {problem}")
         template_metadata["annotations"] = {RESTART_ANNOTATION: restart}
+    with_ssh = spec.ssh is not None
+    if with_ssh:
+        if not ssh_image:
+            raise ValueError("the spec has SSH access: give the SSH tools' image (GPUPAAS_SSH_IMAGE)")
+        problem = validation.image_reference(ssh_image)
+        if problem is not None:
+            raise ValueError(f"the SSH tools' image {ssh_image!r} {problem}")
     pod_spec: dict[str, Any] = {
         "containers": [
             _container(
@@ -496,6 +672,7 @@ def build_workload(
                 memory_limit=memory_limit,
                 scratch=spec.storage.size if spec.storage.mode == "EPHEMERAL" else None,
                 generated=generated_env,
+                ssh=with_ssh,
             )
         ],
         "volumes": [
@@ -507,6 +684,23 @@ def build_workload(
         "automountServiceAccountToken": False,
         "securityContext": {"fsGroup": FS_GROUP, "fsGroupChangePolicy": "OnRootMismatch"},
     }
+    if with_ssh:
+        assert ssh_image is not None  # checked above
+        pod_spec["initContainers"] = [_ssh_init_container(ssh_image)]
+        pod_spec["volumes"] += [
+            {"name": SSH_TOOLS_VOLUME, "emptyDir": {"sizeLimit": "64Mi"}},
+            {
+                "name": SSH_KEYS_VOLUME,
+                "secret": {
+                    "secretName": ssh_secret_name(name),
+                    "items": [
+                        # Public keys: readable by whichever user the SSH server checks them as.
+                        {"key": SSH_KEYS_FILE, "path": SSH_KEYS_FILE, "mode": 0o444},
+                        {"key": SSH_HOST_KEY_FILE, "path": SSH_HOST_KEY_FILE, "mode": 0o440},
+                    ],
+                },
+            },
+        ]
     if pulls_with_secret:
         pod_spec["imagePullSecrets"] = [{"name": registry_secret_name(name)}]
     return {
@@ -586,10 +780,14 @@ def build_objects(
     registry: tuple[str, str, str] | None = None,
     cpu_limit: str | None = None,
     memory_limit: str | None = None,
+    ssh: SshSetup | None = None,
 ) -> list[dict[str, Any]]:
     """Every object of the service instance in apply order: workspace claim (a NEW_VOLUME's), the
     Secret of the generated values its command and env use (if they use any), the Secret of its image pull
-    credentials (`registry`: registry, user, password; if it has any), Deployment, Service."""
+    credentials (`registry`: registry, user, password; if it has any), the Secret of its SSH
+    server's keys (`ssh`, which a spec with SSH access needs), Deployment, Service."""
+    if spec.ssh is not None and ssh is None:
+        raise ValueError("the spec has SSH access: give its SSH setup (image, keys, host key)")
     workload = build_workload(
         spec=spec,
         name=name,
@@ -607,6 +805,7 @@ def build_objects(
         pulls_with_secret=registry is not None,
         cpu_limit=cpu_limit,
         memory_limit=memory_limit,
+        ssh_image=ssh.image if ssh is not None and spec.ssh is not None else None,
     )
     claims = (
         [
@@ -657,6 +856,17 @@ def build_objects(
                 instance_id=instance_id,
                 compute_instance_id=compute_instance_id,
                 registry=registry,
+                labels=labels,
+            )
+        )
+    if ssh is not None and spec.ssh is not None:
+        secrets.append(
+            build_ssh_secret(
+                name=name,
+                namespace=namespace,
+                instance_id=instance_id,
+                compute_instance_id=compute_instance_id,
+                ssh=ssh,
                 labels=labels,
             )
         )

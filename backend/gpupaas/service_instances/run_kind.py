@@ -18,11 +18,13 @@ from gpupaas.pull_secrets import service as pull_secrets
 from gpupaas.runs.kinds import Claimed, RunKind, Work
 from gpupaas.runs.lifecycle import now
 from gpupaas.runs.models import DeploymentRun
-from gpupaas.runs.states import RunAction
-from gpupaas.service_instances import states
+from gpupaas.runs.states import RunAction, RunStatus
+from gpupaas.service_instances import ssh_material, states
 from gpupaas.service_instances.models import ServiceInstance
 from gpupaas.service_instances.plan import build_service_plan, node_ports_of
+from gpupaas.service_instances.podspec import SshSetup
 from gpupaas.service_instances.states import ServiceStatus
+from gpupaas.settings import Settings
 from gpupaas.webhooks.models import WebhookEvent
 
 SERVICE_RUN = "service-run"
@@ -46,9 +48,11 @@ def plan_of(
     running: bool,
     restart: str | None,
     registry: tuple[str, str, str] | None = None,
+    ssh: SshSetup | None = None,
 ) -> Plan:
     """The service's plan in its compute instance (ValueError when its spec cannot run);
-    `registry`: its image pull secret's registry, user and password (`pull_credentials`)."""
+    `registry`: its image pull secret's registry, user and password (`pull_credentials`); `ssh`:
+    its SSH server's image and keys (ssh.py `setup_for`), which a spec with SSH access needs."""
     snapshot = instance.profile_snapshot
     annotations = {
         **dict(snapshot.annotations),
@@ -73,6 +77,7 @@ def plan_of(
         restart=restart,
         annotations=annotations,
         registry=registry,
+        ssh=ssh,
     )
 
 
@@ -93,6 +98,21 @@ async def pull_credentials(secret_key: str, service: ServiceInstance) -> tuple[s
     except crypto.DecryptionError as error:
         raise PermanentError(f'image pull secret "{name}": {error}') from None
     return found.registry, found.username, found.password
+
+
+async def _last_restart(service_id: uuid.UUID) -> str | None:
+    """The id of the restart that made the running pod (its pod template's annotation), or None
+    when its last start did."""
+    last = (
+        await DeploymentRun.filter(
+            service_id=service_id,
+            action__in=[RunAction.START, RunAction.RESTART],
+            status=RunStatus.SUCCEEDED,
+        )
+        .order_by("-created_at")
+        .first()
+    )
+    return str(last.id) if last is not None and last.action == RunAction.RESTART else None
 
 
 class ServiceRuns(RunKind[ServiceInstance]):
@@ -155,8 +175,15 @@ class ServiceRuns(RunKind[ServiceInstance]):
         return states.run_succeeded(action)
 
     def superseded(self, subject: ServiceInstance, run: DeploymentRun) -> bool:
-        """A start, stop or restart of a service instance that is being deleted: nothing to do."""
+        """A start, stop or restart of a service instance that is being deleted: nothing to do; new
+        SSH keys for one that no longer runs: its next start renders them."""
+        if run.action == RunAction.APPLY_SSH_KEYS:
+            return subject.status != ServiceStatus.RUNNING
         return subject.status == ServiceStatus.DELETING and run.action != RunAction.DESTROY
+
+    def failed_after(self, action: RunAction) -> ServiceStatus:
+        # New keys that could not be applied leave the pod as it was, running with the old ones.
+        return ServiceStatus.RUNNING if action == RunAction.APPLY_SSH_KEYS else ServiceStatus.FAILED
 
     def result_fields(
         self, subject: ServiceInstance, run: DeploymentRun, succeeded: bool, outputs: dict[str, str] | None
@@ -175,16 +202,24 @@ class ServiceRuns(RunKind[ServiceInstance]):
             columns.update(time_limits.disarmed())
         return columns
 
-    async def work(self, claimed: Claimed[ServiceInstance], secret_key: str) -> Work:
+    async def work(self, claimed: Claimed[ServiceInstance], settings: Settings) -> Work:
         service, run = claimed.subject, claimed.run
+        secret_key = settings.secret_key
         instance = await ComputeInstance.get(id=service.compute_instance_id)
+        running = run.action in (RunAction.START, RunAction.RESTART, RunAction.APPLY_SSH_KEYS)
+        restart = str(run.id) if run.action == RunAction.RESTART else None
+        if run.action == RunAction.APPLY_SSH_KEYS:
+            # The pod template as its last start or restart made it: the same pod keeps running.
+            restart = await _last_restart(service.id)
         # Read once per run: a destroy needs no credentials, so it never fails for want of them.
         # A problem with them fails the run where plans fail: in plan().
         registry: tuple[str, str, str] | None = None
+        ssh: SshSetup | None = None
         unusable: PermanentError | None = None
         if run.action != RunAction.DESTROY:
             try:
                 registry = await pull_credentials(secret_key, service)
+                ssh = await ssh_material.setup_for(service, secret_key, settings.ssh_image)
             except PermanentError as error:
                 unusable = error
 
@@ -198,9 +233,10 @@ class ServiceRuns(RunKind[ServiceInstance]):
                     claimed.project_name,
                     resource_names(target),
                     values=generated_values(secret_key, service),
-                    running=run.action in (RunAction.START, RunAction.RESTART),
-                    restart=str(run.id) if run.action == RunAction.RESTART else None,
+                    running=running,
+                    restart=restart,
                     registry=registry,
+                    ssh=ssh,
                 )
             except crypto.DecryptionError as error:
                 raise PermanentError(f"the service instance's generated values: {error}") from None

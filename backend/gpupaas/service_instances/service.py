@@ -58,6 +58,7 @@ from gpupaas.instance_templates.spec import (
     find_placeholders,
     resolve,
     spec_to_json,
+    ssh_port,
 )
 from gpupaas.provisioning.registry import ClusterDriver
 from gpupaas.pull_secrets import service as pull_secrets
@@ -65,12 +66,13 @@ from gpupaas.pull_secrets.models import ImagePullSecret
 from gpupaas.runs import lifecycle as runs
 from gpupaas.runs.models import DeploymentRun
 from gpupaas.runs.states import RunAction
-from gpupaas.service_instances import sizing, states
+from gpupaas.service_instances import sizing, ssh, ssh_material, states
 from gpupaas.service_instances.connect import ConnectLink, connect_links
-from gpupaas.service_instances.models import ServiceInstance
-from gpupaas.service_instances.podspec import workspace_claim_name
+from gpupaas.service_instances.models import ServiceInstance, ServiceInstanceSshKey
+from gpupaas.service_instances.podspec import SshSetup, workspace_claim_name
 from gpupaas.service_instances.run_kind import SERVICES, generated_values, plan_of
 from gpupaas.service_instances.states import Request, ServiceStatus
+from gpupaas.settings import DEFAULT_SSH_IMAGE
 
 # The objects are named "<name>" and "<name>-workspace": Kubernetes names are at most 63 characters.
 MAX_NAME_LENGTH = 53
@@ -82,7 +84,7 @@ MAX_GPUS = 64
 
 # What the audit log leaves out of a service instance's snapshots: its generated values (the token,
 # encrypted) and what runs write.
-_UNAUDITED = ("generated", "node_ports", "version", "status_message")
+_UNAUDITED = ("generated", "ssh_host_key", "node_ports", "version", "status_message")
 
 
 async def _service_for(
@@ -551,6 +553,11 @@ async def create_service(actor: Actor, data: ServiceIn, *, secret_key: str) -> S
         changes["env"] = tuple((key, value) for key, value in data.env)
     if data.ports is not None:
         changes["ports"] = tuple(data.ports)
+        # The template's SSH access stays: its port is kept when the caller's ports leave it out.
+        declared = ssh_port(spec)
+        names = {port.name.strip().casefold() for port in data.ports}
+        if declared is not None and declared.name.strip().casefold() not in names:
+            changes["ports"] = (*changes["ports"], declared)
     if data.gpu_partition is not None:
         changes["gpu_partition"] = data.gpu_partition.strip() or None
     if data.image_pull_secret is not None:
@@ -569,6 +576,8 @@ async def create_service(actor: Actor, data: ServiceIn, *, secret_key: str) -> S
     problems.raise_if_any()
     _require_deployed(instance, ("input", "computeInstance"), "create a service instance")
     values = generate_values(sorted(find_placeholders(spec)))
+    # Its SSH server's host key, made once: the same at every start (ssh_material.py).
+    host_key = ssh_material.new_host_key() if spec.ssh is not None else None
     service = ServiceInstance(
         project=owner,
         owner_id=actor.require_user().id,
@@ -579,6 +588,7 @@ async def create_service(actor: Actor, data: ServiceIn, *, secret_key: str) -> S
         display_name=display,
         spec=spec_to_json(spec),
         generated=crypto.encrypt(secret_key, json.dumps(values)) if values else "",
+        ssh_host_key=crypto.encrypt(secret_key, host_key) if host_key is not None else "",
         gpu_count=gpu_count,
         status=ServiceStatus.PENDING if data.start else ServiceStatus.STOPPED,
         node_ports={},
@@ -587,8 +597,9 @@ async def create_service(actor: Actor, data: ServiceIn, *, secret_key: str) -> S
         max_lifetime_minutes=instance.max_lifetime_minutes,
     )
     # A trial plan: what the workers will build must build (found now, not at start).
+    trial_ssh = SshSetup(DEFAULT_SSH_IMAGE, "", host_key) if host_key is not None else None
     try:
-        plan_of(service, instance, owner.name, {}, values=values, running=True, restart=None)
+        plan_of(service, instance, owner.name, {}, values=values, running=True, restart=None, ssh=trial_ssh)
     except ValueError as error:
         raise UserErrors.one(("input",), f"these settings cannot run: {error}") from None
     if await ServiceInstance.exists(compute_instance_id=instance.id, name=name):
@@ -890,6 +901,8 @@ async def _give(service: ServiceInstance, owner_id: uuid.UUID) -> None:
     service.updated_at = runs.now()
     await service.save(update_fields=["owner_id", "version", "updated_at"])
     await runs.announce(SERVICES, service)
+    # Its new owner's SSH keys, not the old owner's, let people in from now on.
+    await ssh.owner_changed(service.id)
 
 
 async def move_with(compute_instance_id: uuid.UUID, previous: uuid.UUID | None, owner_id: uuid.UUID) -> None:
@@ -898,3 +911,34 @@ async def move_with(compute_instance_id: uuid.UUID, previous: uuid.UUID | None, 
     moved = ServiceInstance.filter(compute_instance_id=compute_instance_id, owner_id=previous)
     for service in await moved.select_for_update():
         await _give(service, owner_id)
+
+
+# ---------------------------------------------------------------- SSH keys added to a service
+
+
+async def _ssh_service(actor: Actor, service_id: str, field: tuple[str, ...]) -> ServiceInstance:
+    found = await _service_for(actor, service_id)
+    if found is None:
+        raise UserErrors.one(field, "No such service instance.", ErrorCode.NOT_FOUND)
+    if not actor.is_member_of(found.project_id):
+        raise Forbidden("Only members of the service instance's project may change its SSH keys.")
+    return found
+
+
+async def add_ssh_key(
+    actor: Actor, service_id: str, name: str | None, public_key: str
+) -> ServiceInstanceSshKey:
+    """Lets another key into the service (its owner and its project's admins; audited)."""
+    found = await _ssh_service(actor, service_id, ("input", "service"))
+    return await ssh.add_key(actor, found, name, public_key, manages=manages(actor, found))
+
+
+async def delete_ssh_key(actor: Actor, key_id: str) -> str:
+    """Removes a key added to a service (its owner and its project's admins; audited)."""
+    key = await ssh.key_of(key_id)
+    found = await _service_for(actor, str(key.service_id)) if key is not None else None
+    if key is None or found is None:
+        raise UserErrors.one(("id",), "No such SSH key.", ErrorCode.NOT_FOUND)
+    if not actor.is_member_of(found.project_id):
+        raise Forbidden("Only members of the service instance's project may change its SSH keys.")
+    return await ssh.delete_key(actor, found, key, manages=manages(actor, found))

@@ -6,6 +6,7 @@ allowed in which status, and where each step of a run leads.
     start:   STOPPED | FAILED -> PENDING -> STARTING -> RUNNING
     stop:    RUNNING | FAILED -> STOPPING -> STOPPED (the pod removed; spec, token, workspace kept)
     restart: RUNNING -> PENDING -> STARTING -> RUNNING (a new pod)
+    SSH keys changed: RUNNING stays RUNNING (an APPLY_SSH_KEYS run: the same pod, its new keys)
     delete:  any status -> DELETING -> gone; DELETING again is a no-op (idempotent)
 
 While PENDING, STARTING or STOPPING a run is under way: start, stop and restart wait for it
@@ -103,6 +104,8 @@ def action_of(request: Request) -> RunAction:
 
 
 def run_started(action: RunAction) -> ServiceStatus:
+    if action == RunAction.APPLY_SSH_KEYS:
+        return S.RUNNING
     if action in (RunAction.START, RunAction.RESTART):
         return S.STARTING
     if action == RunAction.STOP:

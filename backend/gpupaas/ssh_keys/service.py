@@ -1,8 +1,12 @@
 """The rules of a user's SSH public keys: each user sees, adds and deletes only their own (a
 platform admin included: keys are credentials, and nobody adds a way into another person's
-services). Every change is audited, the key line itself included (it is public)."""
+services). Every change is audited, the key line itself included (it is public), and reaches the
+running services the user owns (`KEYS_CHANGED`)."""
 
 from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable
 
 from tortoise.exceptions import IntegrityError
 from tortoise.transactions import in_transaction
@@ -11,11 +15,16 @@ from gpupaas.audit import recorder as audit
 from gpupaas.core import validation
 from gpupaas.core.actor import Actor
 from gpupaas.core.errors import Collector, ErrorCode, UserErrors
+from gpupaas.core.hooks import Hook
 from gpupaas.core.ids import parse_id
+from gpupaas.events import outbox
 from gpupaas.ssh_keys import keys
 from gpupaas.ssh_keys.models import SshPublicKey
 
 MAX_KEYS_PER_USER = 50
+# A user's keys changed (inside the change's transaction): the services they own that run get the
+# new keys (service_instances/ssh.py).
+KEYS_CHANGED: Hook[Callable[[uuid.UUID], Awaitable[None]]] = Hook("the services of a user's SSH keys")
 NAME = ("input", "name")
 KEY = ("input", "publicKey")
 
@@ -75,9 +84,11 @@ async def add_key(actor: Actor, name: str | None, text: str) -> SshPublicKey:
                 public_key=parsed.line,
             )
             await audit.record("SshPublicKey", key.id, name, after=audit.fields_of(key))
+            await KEYS_CHANGED()(user.id)
     except IntegrityError:  # the same key or name, added at the same moment
         message = "you already added this key, or one of this name"
         raise UserErrors.one(KEY, message, ErrorCode.TAKEN) from None
+    outbox.notify()
     return key
 
 
@@ -91,4 +102,6 @@ async def delete_key(actor: Actor, key_id: str) -> str:
         if not await SshPublicKey.filter(id=key.id).delete():
             raise UserErrors.one(("id",), "No such SSH key among yours.", ErrorCode.NOT_FOUND)
         await audit.record("SshPublicKey", key.id, key.name, before=audit.fields_of(key))
+        await KEYS_CHANGED()(user.id)
+    outbox.notify()
     return key_id

@@ -359,7 +359,7 @@ class Worker:
         works: list[Work] = []
 
         async def make_plan() -> tuple[Driver, Plan]:
-            work = await kind.work(claimed, self.drivers.settings.secret_key)
+            work = await kind.work(claimed, self.drivers.settings)
             works.append(work)
             target = await clusters.target_for(work.cluster_id)
             return self.drivers.driver(target), work.plan(target)

@@ -23,6 +23,8 @@ from gpupaas.provisioning.render.policy import (
 )
 from gpupaas.provisioning.render.problems import Problem
 from gpupaas.service_instances.plan import build_service_plan
+from tests.service_instances.ssh_setup import ssh_setup
+from tests.ssh_keys.keygen import key_pair
 
 NS = '"{{ instance.namespace }}"'
 
@@ -431,10 +433,12 @@ def test_no_template_may_label_its_objects_as_a_gpu_service_s(label: str, scope:
 def test_gpu_service_pods_keep_to_the_confinement(template: Any) -> None:
     # Their pod specs are built by gpupaas from an instance template's fields (image, command, env,
     # ports, mount path): none of them can ask for anything privileged.
+    # ... nor can the SSH server gpupaas adds to those that declare SSH access (an init container)
+    spec = resolve(template.spec, {"generated_token": "t" * 32})
     plan = build_service_plan(
         service_id="5d0c7f7e-0000-4000-8000-00000000000a",
         name="svc",
-        spec=resolve(template.spec, {"generated_token": "t" * 32}),
+        spec=spec,
         gpu_count=1 if template.spec.vendor != "CPU" else 0,
         compute_id="5d0c7f7e-0000-4000-8000-00000000000b",
         compute_name="train",
@@ -447,6 +451,7 @@ def test_gpu_service_pods_keep_to_the_confinement(template: Any) -> None:
             "gpuVendor": "NVIDIA",
         },
         profile_name="p",
+        ssh=ssh_setup(spec, key_pair().public_line),
     )
     assert confinement_problems(plan.manifests, plan.namespace) == []
 

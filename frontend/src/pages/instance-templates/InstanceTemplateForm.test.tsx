@@ -34,6 +34,7 @@ const TEMPLATE = {
     { key: "A", value: "1" },
     { key: "B", value: "2" },
   ],
+  ssh: null,
   builtIn: false,
   createdAt: "2025-01-01T00:00:00Z",
   updatedAt: "2025-01-01T00:00:00Z",
@@ -119,9 +120,103 @@ describe("instance template form", () => {
         imagePullSecret: "ngc",
         storage: { mode: "EPHEMERAL", size: "10Gi", reclaim: "RELEASE", claimName: null, storageClass: null },
         resources: { cpuRequest: "2", cpuLimit: "4", memoryRequest: null, memoryLimit: "16Gi" },
+        ssh: null,
       },
     });
   }, 45_000); // many fields typed into, on a shared machine
+
+  it("declares SSH access on one of its TCP ports, shows the server's message under the SSH user", async () => {
+    const SHELL = {
+      ...TEMPLATE,
+      id: "t2",
+      name: "shell",
+      displayName: "Shell",
+      command: ["sleep", "infinity"],
+      ports: [
+        { name: "web", port: 80, protocol: "TCP", accessParams: [] },
+        { name: "SSH", port: 22, protocol: "TCP", accessParams: [] },
+        { name: "dns", port: 53, protocol: "UDP", accessParams: [] },
+      ],
+      ssh: null,
+    };
+    const { client, calls } = fakeClient({
+      Me: me(false),
+      InstanceTemplateDetail: { data: { instanceTemplate: SHELL } },
+      InstanceTemplateUpdate: (variables) => {
+        const input = variables.input as { ssh: { port: string; user: string | null } | null };
+        if (input.ssh?.user === "no body") {
+          return {
+            data: {
+              updateInstanceTemplate: {
+                instanceTemplate: null,
+                userErrors: [{ field: ["input", "ssh", "user"], message: 'must be a user name like "root" or "jovyan" (lowercase letters, digits, _ and -)', code: "INVALID" }],
+              },
+            },
+          };
+        }
+        return { data: { updateInstanceTemplate: { instanceTemplate: { ...SHELL, ssh: input.ssh }, userErrors: [] } } };
+      },
+    });
+    renderPage(
+      <AuthProvider>
+        <InstanceTemplateEditPage />
+      </AuthProvider>,
+      { client, path: "/p/ml/studio/instance-templates/t2/edit", pattern: "/p/:project/studio/instance-templates/:id/edit" },
+    );
+    await screen.findByRole("heading", { name: "Edit Shell" });
+    const user = screen.getByRole("textbox", { name: /^SSH user/ });
+    expect(user).toBeDisabled(); // no SSH port chosen: no SSH server
+    // only the TCP ports are offered
+    const port = screen.getByRole("combobox", { name: /^SSH port/ });
+    fireEvent.click(port);
+    const list = await waitFor(() => {
+      const found = document.getElementById(port.getAttribute("aria-controls") ?? "");
+      if (!found) throw new Error("the options are not shown");
+      return found;
+    });
+    expect(within(list).getAllByRole("option", { hidden: true }).map((o) => o.textContent)).toEqual(["web", "SSH"]);
+    fireEvent.click(within(list).getByRole("option", { name: "SSH", hidden: true }));
+    fireEvent.change(user, { target: { value: "no body" } });
+    fireEvent.click(screen.getByRole("button", { name: "Save Changes" }));
+    await waitFor(() => expect(user).toHaveAccessibleDescription(expect.stringContaining('must be a user name like "root"')));
+    expect(calls.filter((c) => c.name === "InstanceTemplateUpdate").at(-1)?.variables.input).toMatchObject({ ssh: { port: "SSH", user: "no body" } });
+    fireEvent.change(user, { target: { value: " jovyan " } });
+    fireEvent.click(screen.getByRole("button", { name: "Save Changes" }));
+    await waitFor(() => expect(calls.filter((c) => c.name === "InstanceTemplateUpdate")).toHaveLength(2));
+    expect(calls.filter((c) => c.name === "InstanceTemplateUpdate").at(-1)?.variables.input).toMatchObject({ ssh: { port: "SSH", user: "jovyan" } });
+  }, 20_000);
+
+  it("removes SSH access of a template that has it: a port of \"\"", async () => {
+    const SHELL = { ...TEMPLATE, command: ["sleep", "infinity"], ports: [{ name: "SSH", port: 22, protocol: "TCP", accessParams: [] }], ssh: { port: "SSH", user: "root" } };
+    const { client, calls } = fakeClient({
+      Me: me(false),
+      InstanceTemplateDetail: { data: { instanceTemplate: SHELL } },
+      InstanceTemplateUpdate: { data: { updateInstanceTemplate: { instanceTemplate: { ...SHELL, ssh: null }, userErrors: [] } } },
+    });
+    renderPage(
+      <AuthProvider>
+        <InstanceTemplateEditPage />
+      </AuthProvider>,
+      { client, path: "/p/ml/studio/instance-templates/t1/edit", pattern: "/p/:project/studio/instance-templates/:id/edit" },
+    );
+    await screen.findByRole("heading", { name: "Edit Jupyter" });
+    const port = screen.getByRole("combobox", { name: /^SSH port/ });
+    expect(port).toHaveValue("SSH");
+    expect(screen.getByRole("textbox", { name: /^SSH user/ })).toHaveValue("root");
+    // choosing the chosen port again leaves none
+    fireEvent.click(port);
+    const list = await waitFor(() => {
+      const found = document.getElementById(port.getAttribute("aria-controls") ?? "");
+      if (!found) throw new Error("the options are not shown");
+      return found;
+    });
+    fireEvent.click(within(list).getByRole("option", { name: "SSH", hidden: true }));
+    await waitFor(() => expect(port).toHaveValue(""));
+    expect(screen.getByRole("textbox", { name: /^SSH user/ })).toBeDisabled();
+    fireEvent.click(screen.getByRole("button", { name: "Save Changes" }));
+    await waitFor(() => expect(calls.some((c) => c.name === "InstanceTemplateUpdate")).toBe(true));
+    expect(calls.find((c) => c.name === "InstanceTemplateUpdate")!.variables.input).toMatchObject({ ssh: { port: "" } });
+  }, 20_000);
 
   it("asks for the required fields before sending, and offers global scope to platform admins only", async () => {
     const { client, calls } = fakeClient({ Me: me(false) });

@@ -80,6 +80,9 @@ export interface TemplateFormState {
   imagePullSecret: string;
   storage: StorageRow;
   resources: ResourcesRow;
+  /** SSH access: the label of the port its SSH server listens on ("" for none), and the user. */
+  sshPort: string;
+  sshUser: string;
 }
 
 const EMPTY: TemplateFormState = {
@@ -99,6 +102,8 @@ const EMPTY: TemplateFormState = {
   imagePullSecret: "",
   storage: DEFAULT_STORAGE,
   resources: NO_RESOURCES,
+  sshPort: "",
+  sshUser: "root",
 };
 
 function fromTemplate(t: InstanceTemplateFieldsFragment): TemplateFormState {
@@ -119,6 +124,8 @@ function fromTemplate(t: InstanceTemplateFieldsFragment): TemplateFormState {
     imagePullSecret: t.imagePullSecret ?? "",
     storage: toStorageRow(t.storage),
     resources: toResourcesRow(t.resources),
+    sshPort: t.ssh?.port ?? "",
+    sshUser: t.ssh?.user ?? "root",
   };
 }
 
@@ -139,7 +146,14 @@ const PLACED = [
   "imagePullSecret",
   "storage",
   "resources",
+  "ssh",
 ];
+
+/** The TCP ports' labels to choose the SSH port from (and the chosen one, even if since renamed). */
+function sshPortChoices(state: TemplateFormState): string[] {
+  const labels = state.ports.filter((p) => p.protocol === "TCP" && p.name.trim()).map((p) => p.name.trim());
+  return [...new Set(state.sshPort && !labels.includes(state.sshPort) ? [...labels, state.sshPort] : labels)];
+}
 
 /** Client-side checks of the required fields (the server checks everything else). */
 function required(state: TemplateFormState, editing: boolean): Record<string, string> {
@@ -195,10 +209,13 @@ function TemplateForm({ template }: { template: InstanceTemplateFieldsFragment |
       storage: storageInput(state.storage),
       resources: resourcesInput(state.resources),
     };
+    // SSH access on the named port; none: null when creating, a port of "" removes it when editing.
+    const sshPort = state.sshPort.trim();
+    const ssh = sshPort ? { port: sshPort, user: state.sshUser.trim() || null } : null;
     let userErrors: readonly ServerError[];
     let saved: { displayName: string } | null | undefined;
     if (template) {
-      const result = await update({ input: { id: template.id, ...spec } });
+      const result = await update({ input: { id: template.id, ...spec, ssh: ssh ?? (template.ssh ? { port: "" } : null) } });
       if (result.error || !result.data) {
         setErrors({ "": describeError(result.error) ?? "No answer from the server." });
         return;
@@ -211,6 +228,7 @@ function TemplateForm({ template }: { template: InstanceTemplateFieldsFragment |
           project: state.scope === "global" ? null : project,
           name: state.name.trim(),
           ...spec,
+          ssh,
           displayName: spec.displayName || null,
           description: spec.description || null,
           containerDisk: spec.containerDisk || null,
@@ -402,6 +420,33 @@ function TemplateForm({ template }: { template: InstanceTemplateFieldsFragment |
             </Section>
             <Section title="Ports">
               <PortsEditor value={state.ports} onChange={(ports) => set("ports", ports)} errors={errors} label={null} />
+            </Section>
+            <Section title="SSH access">
+              <Text size="xs" c="dimmed">
+                gpupaas starts an SSH server beside the start command (which it needs), from an image of its own: nothing is needed from yours. It lets the user in with the
+                keys of the service&apos;s owner and the keys added to the service.
+              </Text>
+              <SimpleGrid cols={{ base: 1, sm: 2 }}>
+                <Select
+                  label="SSH port"
+                  description="One of the TCP ports above. None: no SSH server."
+                  placeholder="None"
+                  clearable
+                  data={sshPortChoices(state)}
+                  value={state.sshPort || null}
+                  onChange={(value) => set("sshPort", value ?? "")}
+                  error={errors["ssh.port"] ?? errors.ssh}
+                />
+                <TextInput
+                  label="SSH user"
+                  description="An account of the image (its /etc/passwd), like root or jovyan"
+                  placeholder="root"
+                  disabled={!state.sshPort}
+                  value={state.sshUser}
+                  onChange={(event) => set("sshUser", event.currentTarget.value)}
+                  error={errors["ssh.user"]}
+                />
+              </SimpleGrid>
             </Section>
             <Section title="Environment">
               <EnvEditor value={state.env} onChange={(env) => set("env", env)} errors={errors} />

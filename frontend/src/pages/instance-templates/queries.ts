@@ -14,6 +14,10 @@ export const InstanceTemplateFieldsFragment = graphql(`
     mountPath
     gpuPartition
     imagePullSecret
+    ssh {
+      port
+      user
+    }
     ports {
       name
       port

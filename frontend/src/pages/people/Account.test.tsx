@@ -13,8 +13,11 @@ const TOKENS = [
   { id: "t2", name: "old-ci", createdAt: T0, lastUsedAt: null, expiresAt: "2026-01-05T00:00:00Z" },
 ];
 
+const SSH_KEYS = [{ id: "k1", name: "laptop", keyType: "ssh-ed25519", bits: 256, fingerprint: "SHA256:abc", createdAt: T0 }];
+const ED25519 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG4rT3vTt99Ox5kndS4HmgTrKBT8SKzhK4rhGkEVGlCI me@desk";
+
 function render(answers: Parameters<typeof fakeClient>[0] = {}) {
-  const fake = fakeClient({ Me: meAnswer(false, "MEMBER"), ApiTokens: { data: { apiTokens: TOKENS } }, ...answers });
+  const fake = fakeClient({ Me: meAnswer(false, "MEMBER"), ApiTokens: { data: { apiTokens: TOKENS } }, SshPublicKeys: { data: { sshPublicKeys: SSH_KEYS } }, ...answers });
   renderPage(
     <AuthProvider>
       <AccountPage />
@@ -124,6 +127,40 @@ describe("account", () => {
     fireEvent.click(within(confirm).getByRole("button", { name: "Revoke" }));
     await waitFor(() => expect(calls.find((c) => c.name === "ApiTokenRevoke")?.variables).toEqual({ id: "t1" }));
     await waitFor(() => expect(notifications.show).toHaveBeenCalledWith(expect.objectContaining({ title: "Token revoked" })));
+  });
+
+  it("lists one's SSH keys, adds one with the server's validation message under its field, deletes one", async () => {
+    const { calls } = render({
+      SshPublicKeyAdd: (variables) => {
+        const input = variables.input as { publicKey: string; name: string | null };
+        if (!input.publicKey.startsWith("ssh-")) {
+          return refused("addSshPublicKey", ["input", "publicKey"], "not an SSH public key: paste one line of a .pub file (ssh-ed25519 AAAA... comment)", "INVALID", { sshPublicKey: null });
+        }
+        return ok("addSshPublicKey", { sshPublicKey: { id: "k2", name: input.name ?? "me@desk", fingerprint: "SHA256:def" } });
+      },
+      SshPublicKeyDelete: ok("deleteSshPublicKey", { deletedId: "k1" }),
+    });
+    const row = await screen.findByTestId("ssh-key-laptop");
+    expect(within(row).getByText("SHA256:abc")).toBeInTheDocument();
+    expect(within(row).getByText("ssh-ed25519 (256 bits)")).toBeInTheDocument();
+
+    const key = screen.getByLabelText(/^Public key/);
+    fireEvent.change(key, { target: { value: "AAAA not a key" } });
+    fireEvent.click(screen.getByRole("button", { name: "Add SSH key" }));
+    await waitFor(() => expect(key).toHaveAccessibleDescription(expect.stringContaining("not an SSH public key: paste one line of a .pub file")));
+    expect(key).toHaveAttribute("aria-invalid", "true");
+
+    fireEvent.change(key, { target: { value: ` ${ED25519}\n` } });
+    fireEvent.click(screen.getByRole("button", { name: "Add SSH key" }));
+    await waitFor(() => expect(notifications.show).toHaveBeenCalledWith(expect.objectContaining({ title: "SSH key added" })));
+    expect(calls.filter((c) => c.name === "SshPublicKeyAdd").at(-1)?.variables).toEqual({ input: { publicKey: ED25519, name: null } });
+    expect(key).toHaveValue("");
+    expect(key).not.toHaveAttribute("aria-invalid", "true");
+
+    fireEvent.click(within(row).getByRole("button", { name: "Delete laptop" }));
+    const confirm = await screen.findByRole("dialog", { name: 'Delete the SSH key "laptop"?' });
+    fireEvent.click(within(confirm).getByRole("button", { name: "Delete" }));
+    await waitFor(() => expect(calls.find((c) => c.name === "SshPublicKeyDelete")?.variables).toEqual({ id: "k1" }));
   });
 
   it("sends no expiry when none is chosen", () => {

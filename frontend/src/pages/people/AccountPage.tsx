@@ -10,9 +10,10 @@ import { FormErrors } from "../../components/FormErrors";
 import { describeError, errorsByField } from "../../components/errors";
 import { EmptyState, ErrorState, Loading } from "../../components/states";
 import { SecretOnce, succeeded, when } from "./common";
+import { SshKeys } from "./SshKeys";
 import { ApiTokenCreateDocument, ApiTokenRevokeDocument, ApiTokensDocument, PasswordChangeDocument } from "./queries";
 
-/** The caller's own account (everyone): change the password, manage API tokens. */
+/** The caller's own account (everyone): change the password, manage SSH keys and API tokens. */
 export function AccountPage() {
   const { me } = useAuth();
   return (
@@ -31,6 +32,7 @@ export function AccountPage() {
         </Group>
       </Stack>
       <ChangePassword />
+      <SshKeys />
       <ApiTokens />
     </Stack>
   );

@@ -251,3 +251,46 @@ export const ApiTokenRevokeDocument = graphql(`
     }
   }
 `);
+
+export const SshPublicKeysDocument = graphql(`
+  query SshPublicKeys {
+    sshPublicKeys {
+      id
+      name
+      keyType
+      bits
+      fingerprint
+      createdAt
+    }
+  }
+`);
+
+export const SshPublicKeyAddDocument = graphql(`
+  mutation SshPublicKeyAdd($input: AddSshPublicKeyInput!) {
+    addSshPublicKey(input: $input) {
+      sshPublicKey {
+        id
+        name
+        fingerprint
+      }
+      userErrors {
+        field
+        message
+        code
+      }
+    }
+  }
+`);
+
+export const SshPublicKeyDeleteDocument = graphql(`
+  mutation SshPublicKeyDelete($id: ID!) {
+    deleteSshPublicKey(id: $id) {
+      deletedId
+      userErrors {
+        field
+        message
+        code
+      }
+    }
+  }
+`);

@@ -1,5 +1,6 @@
+import { notifications } from "@mantine/notifications";
 import { fireEvent, screen, waitFor, within } from "@testing-library/react";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 
 import { AuthProvider } from "../../app/auth";
 import { fakeClient, renderPage } from "../../test/render";
@@ -146,6 +147,76 @@ describe("service page", () => {
     expect(screen.getByTestId("edit-refusal")).toHaveAttribute("data-reason", SERVICE.editRefusal);
     expect(screen.getByTestId("service-storage")).toHaveTextContent("New volume of 40Gi, kept on delete");
     expect(screen.getByTestId("service-resources")).toHaveTextContent("2 to 4 CPU");
+  });
+
+  it("shows the exact ssh command, the host key, and the keys added to a service with SSH access (add, delete)", async () => {
+    vi.spyOn(notifications, "show").mockImplementation(() => "");
+    const SHELL = {
+      ...SERVICE,
+      status: "RUNNING",
+      statusMessage: null,
+      command: ["sleep", "infinity"],
+      ports: [{ name: "SSH", port: 22, protocol: "TCP", accessParams: [] }],
+      connect: [{ port: "SSH", url: "ssh -p 30022 root@10.0.0.5" }],
+      sshAccess: { port: "SSH", user: "root" },
+      ssh: { command: "ssh -p 30022 root@10.0.0.5", hostKeyFingerprint: "SHA256:hostkey" },
+      sshKeys: [{ id: "k1", name: "ci", keyType: "ssh-ed25519", fingerprint: "SHA256:ci", createdAt: "2025-01-01T00:00:00Z" }],
+    };
+    const { client, calls } = fakeClient({
+      Me: meAnswer(false, "MEMBER"),
+      ServiceDetail: { data: { serviceInstance: SHELL } },
+      ServiceSshKeyAdd: (variables) => {
+        const input = variables.input as { service: string; publicKey: string; name: string | null };
+        if (input.name === "ci") {
+          return { data: { addServiceInstanceSshKey: { sshKey: null, userErrors: [{ field: ["input", "name"], message: 'the service already has a key named "ci"', code: "TAKEN" }] } } };
+        }
+        return { data: { addServiceInstanceSshKey: { sshKey: { id: "k2", name: input.name ?? "bob@desk", fingerprint: "SHA256:bob" }, userErrors: [] } } };
+      },
+      ServiceSshKeyDelete: { data: { deleteServiceInstanceSshKey: { deletedId: "k1", userErrors: [] } } },
+    });
+    renderPage(
+      <AuthProvider>
+        <ServiceDetailPage />
+      </AuthProvider>,
+      { client, path: "/p/ml/services/s1", pattern: "/p/:project/services/:id" },
+    );
+    expect(await screen.findByRole("heading", { name: "My lab" })).toBeInTheDocument();
+    expect(screen.getByLabelText("SSH ssh command")).toHaveTextContent(/^ssh -p 30022 root@10\.0\.0\.5$/);
+    const panel = screen.getByTestId("ssh-panel");
+    expect(within(panel).getByText("SHA256:hostkey")).toBeInTheDocument();
+    expect(within(screen.getByTestId("service-ssh-key-ci")).getByText("SHA256:ci")).toBeInTheDocument();
+
+    const key = within(panel).getByLabelText(/^Add a key to this service/);
+    const name = within(panel).getByLabelText(/^Key name/);
+    fireEvent.change(key, { target: { value: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG4rT3vTt99Ox5kndS4HmgTrKBT8SKzhK4rhGkEVGlCI bob@desk" } });
+    fireEvent.change(name, { target: { value: "ci" } });
+    fireEvent.click(within(panel).getByRole("button", { name: "Add key" }));
+    await waitFor(() => expect(name).toHaveAccessibleDescription(expect.stringContaining('the service already has a key named "ci"')));
+    fireEvent.change(name, { target: { value: "" } });
+    fireEvent.click(within(panel).getByRole("button", { name: "Add key" }));
+    await waitFor(() => expect(notifications.show).toHaveBeenCalledWith(expect.objectContaining({ title: "SSH key added" })));
+    expect(calls.filter((c) => c.name === "ServiceSshKeyAdd").at(-1)?.variables).toEqual({
+      input: { service: "s1", publicKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG4rT3vTt99Ox5kndS4HmgTrKBT8SKzhK4rhGkEVGlCI bob@desk", name: null },
+    });
+    expect(key).toHaveValue("");
+
+    fireEvent.click(within(screen.getByTestId("service-ssh-key-ci")).getByRole("button", { name: "Delete ci" }));
+    const confirm = await screen.findByRole("dialog", { name: 'Delete the key "ci" from this service?' });
+    fireEvent.click(within(confirm).getByRole("button", { name: "Delete" }));
+    await waitFor(() => expect(calls.find((c) => c.name === "ServiceSshKeyDelete")?.variables).toEqual({ id: "k1" }));
+    vi.restoreAllMocks();
+  });
+
+  it("shows no SSH part for a service without SSH access", async () => {
+    const { client } = fakeClient({ Me: meAnswer(false, "MEMBER"), ServiceDetail: { data: { serviceInstance: { ...SERVICE, sshAccess: null, ssh: null, sshKeys: [] } } } });
+    renderPage(
+      <AuthProvider>
+        <ServiceDetailPage />
+      </AuthProvider>,
+      { client, path: "/p/ml/services/s1", pattern: "/p/:project/services/:id" },
+    );
+    expect(await screen.findByRole("heading", { name: "My lab" })).toBeInTheDocument();
+    expect(screen.queryByTestId("ssh-panel")).not.toBeInTheDocument();
   });
 
   it("edits a stopped service, and shows the server's refusal next to the field", async () => {

@@ -31,6 +31,7 @@ import { EditServiceButton } from "./EditServiceModal";
 import { ConnectLinks, ServiceActions, useLiveService } from "./live";
 import { LogsPanel } from "./LogsPanel";
 import { ServiceDetailDocument } from "./queries";
+import { SshPanel } from "./SshPanel";
 
 type Service = NonNullable<ServiceDetailQuery["serviceInstance"]>;
 
@@ -126,6 +127,7 @@ function ServiceView({ service, reload }: { service: Service; reload: () => void
             Its owner and the project&apos;s admins get these links with their access parameters (such as a token).
           </Text>
         )}
+        <SshPanel service={service} running={live.status === "RUNNING"} onChanged={reload} />
       </Section>
       <SimpleGrid cols={{ base: 1, md: 2 }}>
         <Section title="Overview">

@@ -186,6 +186,21 @@ export const ServiceDetailDocument = graphql(`
         key
         value
       }
+      sshAccess {
+        port
+        user
+      }
+      ssh {
+        command
+        hostKeyFingerprint
+      }
+      sshKeys {
+        id
+        name
+        keyType
+        fingerprint
+        createdAt
+      }
       project {
         name
       }
@@ -393,6 +408,36 @@ export const ServiceNamespaceClaimsDocument = graphql(`
           size
           serviceId
         }
+      }
+    }
+  }
+`);
+
+export const ServiceSshKeyAddDocument = graphql(`
+  mutation ServiceSshKeyAdd($input: AddServiceInstanceSshKeyInput!) {
+    addServiceInstanceSshKey(input: $input) {
+      sshKey {
+        id
+        name
+        fingerprint
+      }
+      userErrors {
+        field
+        message
+        code
+      }
+    }
+  }
+`);
+
+export const ServiceSshKeyDeleteDocument = graphql(`
+  mutation ServiceSshKeyDelete($id: ID!) {
+    deleteServiceInstanceSshKey(id: $id) {
+      deletedId
+      userErrors {
+        field
+        message
+        code
       }
     }
   }

@@ -32,6 +32,8 @@ from gpupaas.settings import Settings
 from tests.factories import make_instance, make_profile, make_project, make_template, make_version
 from tests.fake_kube import FakeKube, node
 from tests.provisioning.drivers.kubernetes.clusters import make_plan, new_driver, ns
+from tests.service_instances.ssh_setup import ssh_setup
+from tests.ssh_keys.keygen import key_pair
 from tests.workers.conftest import kubernetes_runtime, wait_status
 
 WORKER_RBAC = Path(__file__).resolve().parents[4] / "infra" / "rbac" / "gpupaas-worker.yaml"
@@ -121,16 +123,19 @@ async def test_every_builtin_gpu_service_runs_and_is_deleted_with_the_worker_s_r
         "gpuModel": MODELS.get(service),
     }
     compute = make_plan(name="box", gpus=gpus, vendor=resources["gpuVendor"], model=MODELS.get(service))
+    spec = resolve(builtin.spec, {"generated_token": "ab" * 16})
     service_plan = build_service_plan(
         service_id=str(uuid.uuid5(uuid.NAMESPACE_DNS, service)),
         name="svc",
-        spec=resolve(builtin.spec, {"generated_token": "ab" * 16}),
+        spec=spec,
         gpu_count=1 if gpus else 0,
         compute_id=compute.instance_id,
         compute_name="box",
         project="team-a",
         compute_resources=resources,
         profile_name="h100",
+        # the shells declare SSH: their SSH server's Secret is applied with the worker's rights too
+        ssh=ssh_setup(spec, key_pair().public_line),
     )
     assert service_plan.namespace == compute.namespace
 
@@ -144,7 +149,11 @@ async def test_every_builtin_gpu_service_runs_and_is_deleted_with_the_worker_s_r
 
     assert running == Observed(Phase.READY)
     assert gone == Observed(Phase.ABSENT)
-    kinds = ["PersistentVolumeClaim", "Deployment"] + (["Service"] if builtin.spec.ports else [])
+    kinds = (
+        (["Secret"] if builtin.spec.ssh else [])
+        + ["PersistentVolumeClaim", "Deployment"]
+        + (["Service"] if builtin.spec.ports else [])
+    )
     assert [r.kind for r in applied.objects] == kinds
     limits = pod["spec"]["containers"][0]["resources"]["limits"]
     if gpus:

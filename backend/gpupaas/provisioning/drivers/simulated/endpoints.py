@@ -9,6 +9,9 @@ service_instances/endpoints.py), so endpoints follow services whichever worker s
 come back after a restart; one that is no longer wanted closes. A port another program holds is
 skipped (logged) and tried again later. Only loopback is ever bound.
 
+An SSH port's endpoint is a real SSH server (ssh_endpoint.py, `SshServerEndpoint`) that accepts
+exactly the service's authorized keys; new keys replace the old in place, without closing it.
+
 A service's endpoint opens before the service is reported RUNNING (`open_now`, which the simulated
 driver awaits once it applied a running service: driver.py `on_service_ready`), so that its
 Connect link answers the moment RUNNING is shown; it is held open until `wanted` names it (the
@@ -24,9 +27,17 @@ import html
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-__all__ = ["Endpoint", "SimulatedEndpoints", "Wanted"]
+from gpupaas.provisioning.drivers.simulated.ssh_endpoint import (
+    SshKeys,
+    SshServerEndpoint,
+    start_ssh_server,
+    stop_ssh_server,
+)
+
+__all__ = ["AnyEndpoint", "Endpoint", "SimulatedEndpoints", "SshServerEndpoint", "Wanted"]
 
 log = logging.getLogger("gpupaas.endpoints")
 HOST = "127.0.0.1"
@@ -53,8 +64,9 @@ class Endpoint:
         return 403, f"<h1>{name}</h1><p>Forbidden: wrong or missing {missing}. Use the Connect link.</p>"
 
 
+AnyEndpoint = Endpoint | SshServerEndpoint
 # Node port -> the endpoint that should answer there.
-Wanted = Callable[[], Awaitable[dict[int, Endpoint]]]
+Wanted = Callable[[], Awaitable[dict[int, AnyEndpoint]]]
 
 
 class SimulatedEndpoints:
@@ -62,9 +74,10 @@ class SimulatedEndpoints:
         self.wanted = wanted
         self.interval = interval
         self.hold = hold
-        self._servers: dict[int, tuple[Endpoint, asyncio.Server]] = {}
+        # Node port -> (endpoint, server, the keys an SSH endpoint accepts).
+        self._servers: dict[int, tuple[AnyEndpoint, Any, SshKeys | None]] = {}
         # Opened by open_now before `wanted` names them: node port -> (endpoint, held until).
-        self._held: dict[int, tuple[Endpoint, float]] = {}
+        self._held: dict[int, tuple[AnyEndpoint, float]] = {}
         self._lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
 
@@ -105,7 +118,7 @@ class SimulatedEndpoints:
                     wanted.setdefault(port, endpoint)
             await self._open(wanted, close_others=True)
 
-    async def open_now(self, endpoints: Mapping[int, Endpoint]) -> None:
+    async def open_now(self, endpoints: Mapping[int, AnyEndpoint]) -> None:
         """Opens these endpoints at once (a service about to be reported RUNNING) and holds them
         open until `wanted` names them or `hold` seconds pass. Once this returns, they accept
         connections (unless another program holds the port: logged, tried again later)."""
@@ -114,24 +127,32 @@ class SimulatedEndpoints:
             self._held.update({port: (endpoint, until) for port, endpoint in endpoints.items()})
             await self._open(dict(endpoints), close_others=False)
 
-    async def _open(self, wanted: dict[int, Endpoint], *, close_others: bool) -> None:
-        for port, (endpoint, _) in list(self._servers.items()):
+    async def _open(self, wanted: dict[int, AnyEndpoint], *, close_others: bool) -> None:
+        for port, (endpoint, _, keys) in list(self._servers.items()):
             if (close_others and port not in wanted) or (port in wanted and wanted[port] != endpoint):
                 await self._close(port)
+            elif port in wanted and keys is not None and isinstance(wanted[port], SshServerEndpoint):
+                keys.update(wanted[port].authorized_keys)  # type: ignore[union-attr]
         for port, endpoint in wanted.items():
             if port in self._servers:
                 continue
             try:
-                server = await asyncio.start_server(self._handler(endpoint), HOST, port)
+                if isinstance(endpoint, SshServerEndpoint):
+                    ssh_server, ssh_keys = await start_ssh_server(endpoint, HOST, port)
+                    self._servers[port] = (endpoint, ssh_server, ssh_keys)
+                else:
+                    server = await asyncio.start_server(self._handler(endpoint), HOST, port)
+                    self._servers[port] = (endpoint, server, None)
             except OSError as error:
                 log.warning(
                     "cannot open the simulated endpoint %s:%s (%s); trying again later", HOST, port, error
                 )
-                continue
-            self._servers[port] = (endpoint, server)
 
     async def _close(self, port: int) -> None:
-        _, server = self._servers.pop(port)
+        _, server, keys = self._servers.pop(port)
+        if keys is not None:
+            await stop_ssh_server(server)
+            return
         server.close()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(server.wait_closed(), timeout=2)
