@@ -10,6 +10,7 @@ import pytest
 
 from gpupaas.audit.models import AuditEntry
 from gpupaas.bootstrap import seed
+from gpupaas.catalog.models import EnvironmentTemplateVersion
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core.actor import Role
 from gpupaas.runs.models import DeploymentRun
@@ -72,7 +73,16 @@ async def test_ssh_end_to_end_on_the_simulated_cluster(
     admin = await make_user("dana")
     await make_user("eve")
     project = await make_project("ml", alice=Role.MEMBER, bob=Role.MEMBER, dana=Role.ADMIN)
-    box = await make_instance(project, await make_profile(project), name="box", deploy=True, by=alice)
+    # the built-in namespace template: its ResourceQuota and the LimitRange that gives a CPU
+    # service (no GPUs, so no CPU and memory of its own) its requests, as on a real cluster
+    namespace = (
+        await EnvironmentTemplateVersion.filter(template__name="gpu-namespace")
+        .order_by("-created_at")
+        .first()
+    )
+    box = await make_instance(
+        project, await make_profile(project, namespace), name="box", deploy=True, by=alice
+    )
     await wait_status(box.id, DeploymentStatus.SUCCESS)
     alice_key, bob_key, stranger = key_pair(comment="alice@laptop"), key_pair(comment="ci"), key_pair()
 

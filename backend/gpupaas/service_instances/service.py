@@ -747,9 +747,23 @@ async def update_service(
             values = {**values, **generate_values(new_values)}
         service.spec = spec_to_json(spec)
         service.gpu_count = gpu_count
-        # A trial plan, as at creation: what the next start will build must build.
+        # A trial plan, as at creation: what the next start will build must build (with its SSH
+        # server's setup when it has SSH access; the worker makes a missing host key at start).
+        trial_ssh = None
+        if spec.ssh is not None:
+            host_key = ssh_material.host_key_of(secret_key, service) or ssh_material.new_host_key()
+            trial_ssh = SshSetup(DEFAULT_SSH_IMAGE, "", host_key)
         try:
-            plan_of(service, instance, found.project.name, {}, values=values, running=True, restart=None)
+            plan_of(
+                service,
+                instance,
+                found.project.name,
+                {},
+                values=values,
+                running=True,
+                restart=None,
+                ssh=trial_ssh,
+            )
         except ValueError as error:
             raise UserErrors.one(("input",), f"these settings cannot run: {error}") from None
         if display is not None:
