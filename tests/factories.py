@@ -118,6 +118,19 @@ async def make_version(
     )
 
 
+async def builtin_namespace_version() -> EnvironmentTemplateVersion:
+    """The built-in gpu-namespace template's newest version (gpupaas.bootstrap.seed makes it): its
+    ResourceQuota and the LimitRange that gives a container without requests its defaults, as a real
+    cluster's namespace needs for a CPU service (one without GPUs has no CPU or memory of its own)."""
+    version = (
+        await EnvironmentTemplateVersion.filter(template__name="gpu-namespace")
+        .order_by("-created_at")
+        .first()
+    )
+    assert version is not None, "seed() makes the built-in gpu-namespace template"
+    return version
+
+
 async def make_profile(
     project: Project, version: EnvironmentTemplateVersion | None = None, **fields: Any
 ) -> ComputeProfile:

@@ -12,10 +12,11 @@ from typing import Any
 
 from playwright.async_api import expect
 
+from gpupaas.bootstrap import seed
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core.actor import Role
 from tests.e2e.conftest import Watched, new_page, screenshot, sign_in
-from tests.factories import make_instance, make_profile, make_project, make_user
+from tests.factories import builtin_namespace_version, make_instance, make_profile, make_project, make_user
 from tests.ssh_keys.keygen import key_pair
 from tests.workers.conftest import wait_status
 from tests.workers.test_ssh_flow import logs_in
@@ -35,7 +36,9 @@ async def test_a_profile_key_logs_in_with_the_connect_panel_s_ssh_command(
 ) -> None:
     alice = await make_user("alice")
     project = await make_project("ml", alice=Role.MEMBER)
-    profile = await make_profile(project)
+    await seed()
+    # its namespace has the LimitRange that gives the CPU shell its requests under the quota
+    profile = await make_profile(project, await builtin_namespace_version())
     instance = await make_instance(project, profile, "box", display_name="Box", deploy=True, by=alice)
     await wait_status(instance.id, DeploymentStatus.SUCCESS, timeout=20)
     mine, colleague, stranger = key_pair(comment="alice@laptop"), key_pair(comment="bob@desk"), key_pair()

@@ -28,7 +28,14 @@ from gpupaas.service_instances.models import ServiceInstance
 from gpupaas.service_instances.states import ServiceStatus
 from gpupaas.settings import Settings
 from tests.conftest import GraphQLClient
-from tests.factories import Person, make_instance, make_profile, make_project, make_user
+from tests.factories import (
+    Person,
+    builtin_namespace_version,
+    make_instance,
+    make_profile,
+    make_project,
+    make_user,
+)
 from tests.workers.conftest import fast, wait_status
 
 PASSWORD = "s3cret-Registry-Pa55"
@@ -72,8 +79,9 @@ async def world(db: object, settings: Settings) -> AsyncIterator[World]:
             admin, alice, outsider = [await make_user(name) for name in ("ada", "alice", "olga")]
             project = await make_project("ml", ada=Role.ADMIN, alice=Role.MEMBER)
             await make_project("other", olga=Role.ADMIN)
-            cpu = ResourcesIn(cpu="2", memory="4Gi", storage="30Gi", gpu_count=0, gpu_vendor=Vendor.CPU)
-            profile = await make_profile(project, resources=cpu)
+            # room for the two CPU services' 20Gi workspaces under its namespace's storage quota
+            cpu = ResourcesIn(cpu="2", memory="4Gi", storage="60Gi", gpu_count=0, gpu_vendor=Vendor.CPU)
+            profile = await make_profile(project, await builtin_namespace_version(), resources=cpu)
             box = await make_instance(project, profile, name="box", by=alice, deploy=True)
             box = await wait_status(box.id, DeploymentStatus.SUCCESS, DeploymentStatus.FAILED)
             assert box.status == DeploymentStatus.SUCCESS, box.status_message

@@ -10,7 +10,6 @@ import pytest
 
 from gpupaas.audit.models import AuditEntry
 from gpupaas.bootstrap import seed
-from gpupaas.catalog.models import EnvironmentTemplateVersion
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core.actor import Role
 from gpupaas.runs.models import DeploymentRun
@@ -18,7 +17,7 @@ from gpupaas.runs.states import RunAction, RunStatus
 from gpupaas.service_instances.models import ServiceInstance
 from gpupaas.service_instances.states import ServiceStatus
 from tests.conftest import GraphQLClient
-from tests.factories import make_instance, make_profile, make_project, make_user
+from tests.factories import builtin_namespace_version, make_instance, make_profile, make_project, make_user
 from tests.ssh_keys.keygen import KeyPair, key_pair
 from tests.workers.conftest import Pipeline, eventually, wait_status
 
@@ -73,15 +72,13 @@ async def test_ssh_end_to_end_on_the_simulated_cluster(
     admin = await make_user("dana")
     await make_user("eve")
     project = await make_project("ml", alice=Role.MEMBER, bob=Role.MEMBER, dana=Role.ADMIN)
-    # the built-in namespace template: its ResourceQuota and the LimitRange that gives a CPU
-    # service (no GPUs, so no CPU and memory of its own) its requests, as on a real cluster
-    namespace = (
-        await EnvironmentTemplateVersion.filter(template__name="gpu-namespace")
-        .order_by("-created_at")
-        .first()
-    )
+    # its namespace has the LimitRange that gives the CPU shell its requests under the quota
     box = await make_instance(
-        project, await make_profile(project, namespace), name="box", deploy=True, by=alice
+        project,
+        await make_profile(project, await builtin_namespace_version()),
+        name="box",
+        deploy=True,
+        by=alice,
     )
     await wait_status(box.id, DeploymentStatus.SUCCESS)
     alice_key, bob_key, stranger = key_pair(comment="alice@laptop"), key_pair(comment="ci"), key_pair()
