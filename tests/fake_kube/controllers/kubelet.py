@@ -484,10 +484,16 @@ class Kubelet(ControllerBase):
         self, namespace: str, name: str, uid: str, container: str, instance: int
     ) -> tuple[int, bool]:
         """How many lines the followed container instance has now, and whether it still runs (a
-        followed log ends when its container stops or its pod goes)."""
+        followed log ends when its container stops or its pod goes). A pod being deleted still runs
+        its containers through their grace period, as kubelet does: what they write on SIGTERM is in
+        the stream, which ends once the kubelet has terminated them (grace period 0) or the pod is gone."""
         lines = len(self.container_logs.get((namespace, name, container), {}).get(instance, []))
         pod = self.store.find(POD, namespace, name)
-        if pod is None or pod["metadata"]["uid"] != uid or get_path(pod, "metadata", "deletionTimestamp"):
+        if pod is None or pod["metadata"]["uid"] != uid:
+            return lines, False
+        if get_path(pod, "metadata", "deletionTimestamp") and not get_path(
+            pod, "metadata", "deletionGracePeriodSeconds"
+        ):
             return lines, False
         status = next(
             (c for c in get_path(pod, "status", "containerStatuses") or [] if c.get("name") == container),
