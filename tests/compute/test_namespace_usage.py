@@ -13,7 +13,6 @@ import pytest
 
 from gpupaas.app import create_app
 from gpupaas.bootstrap import seed
-from gpupaas.catalog.models import EnvironmentTemplateVersion
 from gpupaas.catalog.service.profiles import ResourcesIn
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.compute.states import DeploymentStatus
@@ -25,7 +24,14 @@ from gpupaas.service_instances.models import ServiceInstance
 from gpupaas.service_instances.states import ServiceStatus
 from gpupaas.settings import Settings
 from tests.conftest import GraphQLClient
-from tests.factories import Person, make_instance, make_profile, make_project, make_user
+from tests.factories import (
+    Person,
+    builtin_namespace_version,
+    make_instance,
+    make_profile,
+    make_project,
+    make_user,
+)
 from tests.workers.conftest import eventually, fast, wait_status
 
 USAGE = """query($id: ID!) { computeInstance(id: $id) { namespaceUsage { namespace problem
@@ -54,11 +60,7 @@ async def world(db: object, settings: Settings) -> AsyncIterator[World]:
             await seed(runtime.drivers)
             alice = await make_user("alice")
             project = await make_project("ml", alice=Role.MEMBER)
-            builtin = (
-                await EnvironmentTemplateVersion.filter(template__name="gpu-namespace")
-                .order_by("-created_at")
-                .first()
-            )
+            builtin = await builtin_namespace_version()
             resources = ResourcesIn(
                 cpu="8", memory="64Gi", storage="200Gi", gpu_count=2, gpu_vendor=Vendor.NVIDIA
             )

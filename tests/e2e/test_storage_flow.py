@@ -9,13 +9,12 @@ from typing import Any
 
 from playwright.async_api import expect
 
-from gpupaas.catalog.models import EnvironmentTemplateVersion
 from gpupaas.catalog.service.profiles import ResourcesIn
 from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core.actor import Role
 from gpupaas.core.gpus import Vendor
 from tests.e2e.conftest import Watched, new_page, screenshot, sign_in
-from tests.factories import make_instance, make_profile, make_project, make_user
+from tests.factories import builtin_namespace_version, make_instance, make_profile, make_project, make_user
 from tests.workers.conftest import wait_status
 
 WAIT = 20_000  # ms: the longest any outcome may take to show
@@ -28,11 +27,7 @@ async def test_a_kept_volume_and_cpu_memory_edited_while_stopped(
     alice = await make_user("alice")
     project = await make_project("ml", alice=Role.MEMBER)
     # the built-in namespace template: a ResourceQuota of the profile's CPU, memory and storage
-    builtin = (
-        await EnvironmentTemplateVersion.filter(template__name="gpu-namespace")
-        .order_by("-created_at")
-        .first()
-    )
+    builtin = await builtin_namespace_version()
     resources = ResourcesIn(cpu="8", memory="64Gi", storage="200Gi", gpu_count=2, gpu_vendor=Vendor.NVIDIA)
     profile = await make_profile(project, builtin, resources=resources)
     box = await make_instance(project, profile, "box", display_name="Box", deploy=True, by=alice)

@@ -15,7 +15,6 @@ import httpx
 import pytest
 
 from gpupaas.app import create_app
-from gpupaas.catalog.models import EnvironmentTemplateVersion
 from gpupaas.catalog.service.profiles import ResourcesIn
 from gpupaas.clusters.models import Cluster
 from gpupaas.compute.models import ComputeInstance
@@ -30,7 +29,14 @@ from gpupaas.service_instances.run_kind import plan_of
 from gpupaas.service_instances.states import ServiceStatus
 from gpupaas.settings import Settings
 from tests.conftest import GraphQLClient
-from tests.factories import Person, make_instance, make_profile, make_project, make_user
+from tests.factories import (
+    Person,
+    builtin_namespace_version,
+    make_instance,
+    make_profile,
+    make_project,
+    make_user,
+)
 from tests.workers.conftest import fast, wait_status
 
 CHECK = """mutation($id: ID!) { checkCluster(id: $id) { cluster {
@@ -61,13 +67,7 @@ async def _deployed(
     project: Any, resources: ResourcesIn, name: str, by: Person, *, builtin: bool = False
 ) -> ComputeInstance:
     # `builtin`: the built-in gpu-namespace template, whose quota names the GPU resource.
-    version = (
-        await EnvironmentTemplateVersion.filter(template__name="gpu-namespace")
-        .order_by("-created_at")
-        .first()
-        if builtin
-        else None
-    )
+    version = await builtin_namespace_version() if builtin else None
     profile = await make_profile(project, version, resources=resources, name=f"p-{name}")
     instance = await make_instance(project, profile, name=name, by=by, deploy=True)
     return await wait_status(instance.id, DeploymentStatus.SUCCESS, DeploymentStatus.FAILED)

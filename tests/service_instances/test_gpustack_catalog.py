@@ -21,7 +21,6 @@ import pytest
 import yaml
 
 from gpupaas.app import create_app
-from gpupaas.catalog.models import EnvironmentTemplateVersion
 from gpupaas.catalog.service.profiles import ResourcesIn
 from gpupaas.clusters.models import Cluster
 from gpupaas.compute.models import ComputeInstance
@@ -35,7 +34,15 @@ from gpupaas.service_instances.models import ServiceInstance
 from gpupaas.service_instances.states import ServiceStatus
 from gpupaas.settings import Settings
 from tests.conftest import GraphQLClient
-from tests.factories import Person, make_instance, make_profile, make_project, make_user, record_plans
+from tests.factories import (
+    Person,
+    builtin_namespace_version,
+    make_instance,
+    make_profile,
+    make_project,
+    make_user,
+    record_plans,
+)
 from tests.workers.conftest import eventually, fast, wait_status
 
 CATALOG = Path(__file__).with_name("gpustack_catalog.yaml")
@@ -140,11 +147,7 @@ async def world(db: object, settings: Settings, monkeypatch: pytest.MonkeyPatch)
             )
             assert made["createImagePullSecret"]["userErrors"] == []
             # the built-in namespace template: its ResourceQuota and LimitRange, as a real cluster's
-            builtin = (
-                await EnvironmentTemplateVersion.filter(template__name="gpu-namespace")
-                .order_by("-created_at")
-                .first()
-            )
+            builtin = await builtin_namespace_version()
             boxes: dict[str, ComputeInstance] = {}
             for name, resources in BOXES.items():
                 profile = await make_profile(project, builtin, resources=resources, name=f"p-{name}")

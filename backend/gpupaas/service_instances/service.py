@@ -516,6 +516,22 @@ async def _compute_of(owner: Project, compute_id: str) -> ComputeInstance | None
     return await ComputeInstance.get_or_none(id=cid, project_id=owner.id)
 
 
+def _trial_plan(
+    service: ServiceInstance,
+    instance: ComputeInstance,
+    project_name: str,
+    values: dict[str, str],
+    host_key: str | None,
+) -> None:
+    """A trial plan: what the workers will build must build, found now rather than at start (with
+    an SSH setup of `host_key` when the spec has SSH access)."""
+    ssh = SshSetup(DEFAULT_SSH_IMAGE, "", host_key) if host_key is not None else None
+    try:
+        plan_of(service, instance, project_name, {}, values=values, running=True, restart=None, ssh=ssh)
+    except ValueError as error:
+        raise UserErrors.one(("input",), f"these settings cannot run: {error}") from None
+
+
 def _taken(name: str, instance: ComputeInstance) -> UserErrors:
     return UserErrors.one(
         ("input", "name"),
@@ -596,12 +612,7 @@ async def create_service(actor: Actor, data: ServiceIn, *, secret_key: str) -> S
         auto_stop_minutes=instance.auto_stop_minutes,
         max_lifetime_minutes=instance.max_lifetime_minutes,
     )
-    # A trial plan: what the workers will build must build (found now, not at start).
-    trial_ssh = SshSetup(DEFAULT_SSH_IMAGE, "", host_key) if host_key is not None else None
-    try:
-        plan_of(service, instance, owner.name, {}, values=values, running=True, restart=None, ssh=trial_ssh)
-    except ValueError as error:
-        raise UserErrors.one(("input",), f"these settings cannot run: {error}") from None
+    _trial_plan(service, instance, owner.name, values, host_key)
     if await ServiceInstance.exists(compute_instance_id=instance.id, name=name):
         raise _taken(name, instance)
     try:
@@ -747,25 +758,11 @@ async def update_service(
             values = {**values, **generate_values(new_values)}
         service.spec = spec_to_json(spec)
         service.gpu_count = gpu_count
-        # A trial plan, as at creation: what the next start will build must build (with its SSH
-        # server's setup when it has SSH access; the worker makes a missing host key at start).
-        trial_ssh = None
+        # as at creation; the worker makes a missing host key at the next start
+        host_key = None
         if spec.ssh is not None:
             host_key = ssh_material.host_key_of(secret_key, service) or ssh_material.new_host_key()
-            trial_ssh = SshSetup(DEFAULT_SSH_IMAGE, "", host_key)
-        try:
-            plan_of(
-                service,
-                instance,
-                found.project.name,
-                {},
-                values=values,
-                running=True,
-                restart=None,
-                ssh=trial_ssh,
-            )
-        except ValueError as error:
-            raise UserErrors.one(("input",), f"these settings cannot run: {error}") from None
+        _trial_plan(service, instance, found.project.name, values, host_key)
         if display is not None:
             service.display_name = display
         if new_values:
