@@ -73,10 +73,12 @@ VARIANTS = list(
 
 
 def subscription(variant: int) -> str:
-    """The subscribers' operation; variant 0 is `{ status at instance { id name status } }`."""
+    """The subscribers' operation; variant 0 is `{ status at instance { id name status } source }`
+    (`source`: a subscription starts with a SNAPSHOT of the project's instances, which the client
+    skips: only LIVE events are probes or measured)."""
     outer, inner = VARIANTS[variant]
     fields = " ".join(f"instance {{ {' '.join(inner)} }}" if name == "instance" else name for name in outer)
-    return f"subscription($p: String!) {{ computeInstanceEvents(project: $p) {{ {fields} }} }}"
+    return f"subscription($p: String!) {{ computeInstanceEvents(project: $p) {{ {fields} source }} }}"
 
 
 DEPLOY = """
@@ -252,6 +254,8 @@ class Client:
             self.fail(f"subscriber {index}: subscription errors: {payload['errors']}")
             return
         event = payload["data"]["computeInstanceEvents"]
+        if event["source"] == "SNAPSHOT":  # what the project holds when the subscription starts
+            return
         if event["instance"]["id"] != self.instance_id:  # a probe
             if not self.probed[index]:
                 self.probed[index] = True
