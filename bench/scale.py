@@ -204,7 +204,7 @@ async def columns_of(conn: Any, table: str, row_id: uuid.UUID) -> dict[str, Any]
     return dict(record.items())
 
 
-async def seed_base(conn: Any, args: argparse.Namespace) -> Seeded:
+async def seed_base(conn: Any, args: argparse.Namespace, secret_key: str) -> Seeded:
     """Through the service layer: the built-in templates, the admin and its token, the projects, a
     prototype profile and instance. Then the other profiles (and their shares) by COPY."""
     from gpupaas.accounts import service as accounts
@@ -248,6 +248,7 @@ async def seed_base(conn: Any, args: argparse.Namespace) -> Seeded:
             labels=[("tier", "small"), ("vendor", "nvidia")],
             annotations=[("owner", "ml platform team <ml@example.com>")],
         ),
+        secret_key=secret_key,
     )
     proto_instance = await compute.create_instance(
         actor,
@@ -261,6 +262,7 @@ async def seed_base(conn: Any, args: argparse.Namespace) -> Seeded:
             annotations=[("owner", "bench")],
         ),
         deploy=False,
+        secret_key=secret_key,
     )
     instance_proto = await columns_of(conn, "compute_instances", proto_instance.id)
     profile_proto = await columns_of(conn, "compute_profiles", proto_profile.id)
@@ -623,6 +625,7 @@ async def run(args: argparse.Namespace) -> None:
     from gpupaas.app import create_app
     from gpupaas.settings import Settings
 
+    secret_key = secrets.token_hex(32)  # seals the profiles' sensitive defaults, for the app too
     async with scratch_database(args.postgres) as url:
         progress("migrating ...")
         await gdb.migrate_database(url)
@@ -630,13 +633,13 @@ async def run(args: argparse.Namespace) -> None:
         conn = await asyncpg.connect(asyncpg_url(url), timeout=10)
         try:
             started = time.perf_counter()
-            seeded = await seed_base(conn, args)
+            seeded = await seed_base(conn, args, secret_key)
             progress(
                 f"seeded {args.projects} projects and {args.profiles} profiles in "
                 f"{time.perf_counter() - started:.1f}s"
             )
             app = create_app(
-                Settings(database_url=url, secret_key=secrets.token_hex(32), response_cache=False),
+                Settings(database_url=url, secret_key=secret_key, response_cache=False),
                 migrate=False,
             )
             rng = random.Random(42)  # noqa: S311 - seeded test data, not secrets
