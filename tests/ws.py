@@ -61,8 +61,14 @@ async def connect(
 ) -> AsyncIterator[Session]:
     url = base_url.replace("http://", "ws://") + "/graphql"
     headers = {"Cookie": f"gpupaas_session={cookie}"} if cookie else None
+    # max_queue=None: a test that leaves messages unread (a long snapshot) closes at once. With the
+    # default high-water mark (16 messages) the client stops reading the socket, does not see the
+    # server's close frame behind them, and waits its close timeout (10 s) on every such close.
     async with websockets.connect(
-        url, subprotocols=[websockets.Subprotocol("graphql-transport-ws")], additional_headers=headers
+        url,
+        subprotocols=[websockets.Subprotocol("graphql-transport-ws")],
+        additional_headers=headers,
+        max_queue=None,
     ) as ws:
         session = Session(ws)
         if init:
