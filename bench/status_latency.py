@@ -176,6 +176,25 @@ class Cluster:
     def pod_watches(self) -> int:
         return self.kube.open_watches("Pod")
 
+    def pod_lists(self) -> int:
+        """How many times the pods of every namespace were listed (not watched)."""
+        return sum(
+            1 for r in self.kube.requests if r.path == "/api/v1/pods" and r.query.get("watch") != "true"
+        )
+
+    def expire_watches(self) -> None:
+        """The history is compacted and the watches cut, as when an API server restarts after its
+        history moved on: a watch resumed from its resourceVersion gets 410 Gone, and lists again."""
+        store = self.kube.store
+
+        def expire() -> None:  # in one go on the server's loop: no watch can start in between
+            store.drop_watches()
+            self._beat(self.beats, 1)  # the history moves past every watch's resourceVersion
+            store.compact()
+
+        self.kube.call(expire)
+        self.beats += 1
+
     def pending_watch_events(self) -> int:
         """Events the server has queued for its open pod watches and not yet written out."""
         store = self.kube.store
@@ -233,23 +252,20 @@ class Cluster:
     def beat(self, count: int) -> None:
         """`count` watch events that change nothing gpupaas reports: a label of a running pod, the
         watched pods in turn."""
-        store, pod, pods = self.kube.store, self.pod, self.pods
-        first = self.beats
-
-        def write() -> None:
-            for i in range(first, first + count):
-                namespace, name = pods[i % len(pods)]
-                current = store.find(pod, namespace, name)
-                if current is not None:
-                    store.internal_update(
-                        pod,
-                        current,
-                        lambda new, i=i: new["metadata"]["labels"].__setitem__(BEAT_LABEL, str(i)),
-                        manager="bench",
-                    )
-
-        self.kube.call(write)
+        self.kube.call(self._beat, self.beats, count)
         self.beats += count
+
+    def _beat(self, first: int, count: int) -> None:  # on the server's loop
+        for i in range(first, first + count):
+            namespace, name = self.pods[i % len(self.pods)]
+            current = self.kube.store.find(self.pod, namespace, name)
+            if current is not None:
+                self.kube.store.internal_update(
+                    self.pod,
+                    current,
+                    lambda new, i=i: new["metadata"]["labels"].__setitem__(BEAT_LABEL, str(i)),
+                    manager="bench",
+                )
 
 
 # ------------------------------------------------------------------------------ the subscriber
@@ -373,6 +389,8 @@ class Result:
     event_cpu: float = 0.0  # server CPU seconds from the first event until it was at rest again
     busy_seconds: float = 0.0  # that window's length (its last quiet quarter-second left out)
     idle_rate: float = 0.0  # server CPU per second at rest, before the events
+    relist_cpu: float = 0.0  # server CPU for a list of every watched pod after 410 Gone (less idle)
+    relist_seconds: float = 0.0  # from the cut to the new watch
     messages: list[str] = field(default_factory=list)
 
 
@@ -535,16 +553,34 @@ async def watch_events(cluster: Cluster, server: Server, args: argparse.Namespac
         await asyncio.sleep(0.01)
     result.event_seconds = time.monotonic() - start
     await wait_for(lambda: cluster.pending_watch_events() == 0, args.timeout, "the watch to be sent", server)
-    deadline = time.monotonic() + args.timeout
-    while True:  # the server works through what it received, then rests
-        mark_cpu, mark = cpu_seconds(server.pid), time.monotonic()
-        if await cpu_rate(server.pid, 0.25) <= quiet:
-            break
-        if time.monotonic() > deadline:
-            raise BenchError("the server did not come to rest after the watch events")
+    mark_cpu, mark = await at_rest(server, quiet, args.timeout, "the watch events")
     result.busy_seconds = mark - start
     result.event_cpu = mark_cpu - start_cpu
     result.events = sent
+
+
+async def at_rest(server: Server, quiet: float, timeout: float, what: str) -> tuple[float, float]:
+    """Waits until a quarter-second in which the server used no more than `quiet` of a core; its
+    CPU seconds and time.monotonic() at the start of that quarter-second."""
+    deadline = time.monotonic() + timeout
+    while True:
+        mark_cpu, mark = cpu_seconds(server.pid), time.monotonic()
+        if await cpu_rate(server.pid, 0.25) <= quiet:
+            return mark_cpu, mark
+        if time.monotonic() > deadline:
+            raise BenchError(f"the server did not come to rest after {what}")
+
+
+async def relist(cluster: Cluster, server: Server, args: argparse.Namespace, result: Result) -> None:
+    """What the drift watch's list after 410 Gone costs with every watched pod in it."""
+    lists = await asyncio.to_thread(cluster.pod_lists)
+    start_cpu, start = cpu_seconds(server.pid), time.monotonic()
+    await asyncio.to_thread(cluster.expire_watches)
+    await wait_for(lambda: cluster.pod_lists() > lists, args.timeout, "the list after 410 Gone", server)
+    await wait_for(lambda: cluster.pod_watches() >= 1, args.timeout, "the watch after the list", server)
+    result.relist_seconds = time.monotonic() - start
+    mark_cpu, mark = await at_rest(server, result.idle_rate + 0.02, args.timeout, "the list")
+    result.relist_cpu = mark_cpu - start_cpu - result.idle_rate * (mark - start)
 
 
 async def measure(args: argparse.Namespace, workdir: Path) -> Result:
@@ -624,6 +660,8 @@ async def measure(args: argparse.Namespace, workdir: Path) -> Result:
                 result.messages.append(
                     f"the subscriber received {events.count - before} status events during the watch events"
                 )
+            progress(f"410 Gone and a list of {result.event_pods} pods ...")
+            await relist(cluster, server, args, result)
             result.messages.extend(events.unexpected)
             server.alive()
         except (BenchError, httpx.HTTPError, OSError, websockets.WebSocketException, TimeoutError):
@@ -684,6 +722,10 @@ def report(result: Result, args: argparse.Namespace) -> int:
     print(
         f"  per watch event: {net / max(result.events, 1) * 1e6:.0f} µs "
         f"(less idle; {result.event_cpu / max(result.events, 1) * 1e6:.0f} µs with it)"
+    )
+    print(
+        f"  410 Gone: the watch listed {result.event_pods} pods and watched again in "
+        f"{result.relist_seconds * 1000:.0f} ms; {result.relist_cpu * 1000:.0f} ms of server CPU (less idle)"
     )
     for message in result.messages:
         print(f"WARNING: {message}")
