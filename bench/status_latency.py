@@ -176,6 +176,10 @@ class Cluster:
     def pod_watches(self) -> int:
         return self.kube.open_watches("Pod")
 
+    def request_count(self) -> int:
+        """Requests the fake server has answered so far (the bench's own changes are not requests)."""
+        return len(self.kube.requests)
+
     def pod_lists(self) -> int:
         """How many times the pods of every namespace were listed (not watched)."""
         return sum(
@@ -389,6 +393,7 @@ class Result:
     event_cpu: float = 0.0  # server CPU seconds from the first event until it was at rest again
     busy_seconds: float = 0.0  # that window's length (its last quiet quarter-second left out)
     idle_rate: float = 0.0  # server CPU per second at rest, before the events
+    event_requests: int = 0  # API requests gpupaas made while the watch events came
     relist_cpu: float = 0.0  # server CPU for a list of every watched pod after 410 Gone (less idle)
     relist_seconds: float = 0.0  # from the cut to the new watch
     messages: list[str] = field(default_factory=list)
@@ -542,6 +547,7 @@ async def watch_events(cluster: Cluster, server: Server, args: argparse.Namespac
     """`--events` label changes at `--rate` a second; the server's CPU from the first until it is
     as quiet again as before them, less its idle CPU over that time."""
     result.idle_rate = await cpu_rate(server.pid, 2.0)
+    requests = await asyncio.to_thread(cluster.request_count)
     quiet = result.idle_rate + 0.02
     start_cpu, start = cpu_seconds(server.pid), time.monotonic()
     sent = 0
@@ -554,6 +560,7 @@ async def watch_events(cluster: Cluster, server: Server, args: argparse.Namespac
     result.event_seconds = time.monotonic() - start
     await wait_for(lambda: cluster.pending_watch_events() == 0, args.timeout, "the watch to be sent", server)
     mark_cpu, mark = await at_rest(server, quiet, args.timeout, "the watch events")
+    result.event_requests = await asyncio.to_thread(cluster.request_count) - requests
     result.busy_seconds = mark - start
     result.event_cpu = mark_cpu - start_cpu
     result.events = sent
@@ -721,7 +728,8 @@ def report(result: Result, args: argparse.Namespace) -> int:
     )
     print(
         f"  per watch event: {net / max(result.events, 1) * 1e6:.0f} µs "
-        f"(less idle; {result.event_cpu / max(result.events, 1) * 1e6:.0f} µs with it)"
+        f"(less idle; {result.event_cpu / max(result.events, 1) * 1e6:.0f} µs with it); "
+        f"API requests meanwhile: {result.event_requests}"
     )
     print(
         f"  410 Gone: the watch listed {result.event_pods} pods and watched again in "
