@@ -87,6 +87,7 @@ bench: install
 	$(BIN)/python bench/fanout.py
 	$(BIN)/python bench/read_path.py
 	$(BIN)/python bench/scale.py
+	$(BIN)/python bench/status_latency.py
 
 # Regenerate the lock from pyproject.toml (needs the registries).
 lock:

@@ -77,6 +77,43 @@ async def test_drift_reports_a_failed_pod_and_its_recovery_across_dropped_and_co
     assert changes.queue.empty()
 
 
+async def test_a_watch_the_api_server_expired_lists_again_at_once_and_reports_what_it_missed(
+    fake: FakeKube, kubeconfig: str
+) -> None:
+    """After 410 Gone the list comes at once, not after the pause that keeps a watch ending at once
+    from turning into a busy loop (the poll interval: a minute here, far past what the test waits)."""
+    clock = FakeClock()
+    driver = new_driver(kubeconfig, poll_interval=60, clock=clock)
+    plan = notebook_plan()
+    await driver.apply(plan)
+    pod = await first_pod(fake, ns("nb"))
+    changes = Changes()
+    stop = asyncio.Event()
+    watch = asyncio.create_task(driver.watch_drift(changes, stop=stop))
+    try:
+        await watching(fake, 1)
+        assert pod_lists(fake) == 1
+        clock.advance(120)  # the watch has lasted two minutes: it did not end at once
+
+        def restart_past_the_history() -> None:
+            # In one go, as an API server restarted after its history moved on: the watch is cut,
+            # the pod dies meanwhile, and the history is compacted past the watch's resourceVersion.
+            fake.store.drop_watches()
+            fake.controllers.fail_pod(ns("nb"), pod, "OOMKilled", "")
+            fake.store.compact()
+
+        fake.call(restart_past_the_history)
+        oom = f"pod {pod}: OOMKilled (container main exited with code 137; CrashLoopBackOff)"
+        assert await changes.next() == (plan.instance_id, Phase.FAILED, oom)
+        assert pod_lists(fake) == 2
+        await watching(fake, 1)
+    finally:
+        stop.set()
+        await asyncio.wait_for(watch, timeout=5)
+        await driver.close()
+    assert changes.queue.empty()
+
+
 async def watching(fake: FakeKube, count: int) -> None:
     """Until the fake API server has `count` pod watches open."""
     await asyncio.to_thread(fake.wait_for, lambda: fake.open_watches("Pod") == count)

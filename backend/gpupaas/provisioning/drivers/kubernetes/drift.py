@@ -5,9 +5,9 @@ namespace (with bookmarks, so that the resourceVersion it keeps stays recent). I
 instance FAILED when one of its pods fails and READY when all its pods are ready again after that
 (k8s_manifests/drift.py decides which). A watch the server ends is started again from the last
 resourceVersion (no event is lost in between); after 410 Gone (that resourceVersion was compacted
-away) or a broken connection it lists again and compares the list with what it reported: nothing
-is missed across restarts of the watch. Each watch holds a thread of its own for its stream, which
-the event loop unblocks when `stop` is set or the task is cancelled.
+away) or a broken connection it lists again at once and compares the list with what it reported:
+nothing is missed across restarts of the watch, nor reported late. Each watch holds a thread of
+its own for its stream, which the event loop unblocks when `stop` is set or the task is cancelled.
 
 Troubles that may pass (a pod Pending after a node drain, waiting for a node; an image pull the
 kubelet retries; a crash it restarts) turn an instance FAILED only after their grace (`graces`),
@@ -63,7 +63,8 @@ async def watch_drift(
     `stop` is set. Temporary failures (the API server unreachable, 5xx) are retried with a
     growing pause; a permanent one (credentials, RBAC: it needs list and watch on pods in every
     namespace) is raised. An exception of `on_change` is logged and the change is reported
-    again at the instance's next change. `graces` are timed on `clock`."""
+    again at the instance's next change. `graces`, and how long each watch lasted (one that ended
+    at once is followed by a pause), are timed on `clock`."""
     tracker = DriftTracker(graces, clock)
     selector = f"{MANAGED_BY}={MANAGER_VALUE}"
     # Its own thread: a watch holds one for as long as it lasts.
@@ -73,6 +74,7 @@ async def watch_drift(
     try:
         while not stop.is_set():
             try:
+                fresh = version is None  # this round lists first
                 if version is None:
                     pods, listed = await api.list_objects(
                         PODS, None, selector, "listing the pods gpupaas manages"
@@ -81,13 +83,17 @@ async def watch_drift(
                         raise TemporaryError("the API server listed the pods without a resourceVersion")
                     await _notify(tracker, tracker.reset(pods), on_change)
                     version = listed
-                started = time.monotonic()
+                started = clock()
                 version = await _watch(
                     api, executor, selector, version, tracker, on_change, stop, poll_interval=poll_interval
                 )
                 failures = 0
-                if time.monotonic() - started < poll_interval and not stop.is_set():
-                    # A watch that ends at once, again and again, must not turn into a busy loop.
+                if clock() - started < poll_interval and not stop.is_set() and (fresh or version is not None):
+                    # A watch that ends at once, again and again, must not turn into a busy loop. But a
+                    # resumed watch that ends at once to be listed again (410 Gone: the API server's
+                    # history moved past it, as after its restart) is followed by the list at once:
+                    # what changed meanwhile is news, and the list is no busy loop unless it too is
+                    # followed by a watch that ends at once, which waits.
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(stop.wait(), timeout=poll_interval)
             except TemporaryError as error:
