@@ -1,8 +1,19 @@
 import "@testing-library/jest-dom/vitest";
+import { notifications } from "@mantine/notifications";
 import { cleanup } from "@testing-library/react";
-import { afterEach } from "vitest";
+import { afterEach, vi } from "vitest";
 
-afterEach(() => cleanup());
+// The test files of a worker share one module graph and one jsdom (vite.config.ts: isolate off), so
+// what a test leaves behind is undone here: the rendered tree, Mantine's notification store (a
+// module singleton: notifications left by one file would queue another's behind them), spies.
+afterEach(() => {
+  cleanup();
+  notifications.clean();
+  notifications.cleanQueue();
+  vi.restoreAllMocks();
+  window.localStorage.clear();
+  window.sessionStorage.clear();
+});
 
 // jsdom lacks these; Mantine reads them.
 if (!window.matchMedia) {
