@@ -57,12 +57,16 @@ class Session:
 
 @asynccontextmanager
 async def connect(
-    base_url: str, *, token: str | None = None, cookie: str | None = None, init: bool = True
+    base_url: str, *, token: str | None = None, cookie: str | None = None, init: bool = True, **options: Any
 ) -> AsyncIterator[Session]:
+    """`options` go to `websockets.connect` (`max_queue`, `sock`, ...)."""
     url = base_url.replace("http://", "ws://") + "/graphql"
     headers = {"Cookie": f"gpupaas_session={cookie}"} if cookie else None
     async with websockets.connect(
-        url, subprotocols=[websockets.Subprotocol("graphql-transport-ws")], additional_headers=headers
+        url,
+        subprotocols=[websockets.Subprotocol("graphql-transport-ws")],
+        additional_headers=headers,
+        **options,
     ) as ws:
         session = Session(ws)
         if init:
