@@ -261,8 +261,8 @@ class Client:
                     waiter.set_result(None)
             return
         phase = self.phase
-        if phase is None:
-            return
+        if phase is None or index >= len(phase.received):
+            return  # no phase, or a subscriber opened after it began (its snapshot): not part of it
         status, at = event["status"], event["at"]
         stamp = phase.at_cache.get(at)
         if stamp is None:
