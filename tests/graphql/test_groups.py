@@ -213,3 +213,36 @@ async def test_a_subscriber_that_stops_reading_is_closed_and_the_others_get_ever
             with pytest.raises(websockets.ConnectionClosed) as closed:
                 await drain(slow)
             assert closed.value.rcvd is not None and closed.value.rcvd.code == CLOSE_TOO_SLOW
+
+
+async def test_a_gap_in_the_cursors_hands_the_member_back_to_read_what_is_missing(
+    db: object, server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alice = await make_user("alice")
+    ml = await make_project("ml", alice=Role.ADMIN)
+    instance = await make_instance(ml, await make_profile(ml), name="nb")
+    broadcaster = server.runtime.broadcaster
+    assert broadcaster is not None
+    async with ws.connect(server.url, token=alice.token) as session:
+        await session.subscribe(EVENTS, {"p": "ml"})
+        await receive(session, 1)
+        await server.until(lambda: server.parked() == 1, "the subscription did not park")
+        [group] = server.groups()
+        # the process's consumer misses the deploy's first event (as a partition read late would)
+        dispatch, dropped = broadcaster.dispatch, list[StatusEvent]()
+
+        def losing_the_first(event: StatusEvent) -> None:
+            if not dropped:
+                dropped.append(event)
+                return
+            dispatch(event)
+
+        monkeypatch.setattr(broadcaster, "dispatch", losing_the_first)
+        await compute.deploy(await actor_for(alice.user), str(instance.id))
+        seen = await receive(session, 3)
+        await server.until(lambda: server.parked() == 1, "the member did not park again")
+
+    assert [e.status for e in dropped] == ["WAITING"]
+    # the resolver read the one it missed from the database, and kept the order
+    assert statuses(seen) == DEPLOYED
+    assert group.closed  # it left its group at the gap, then parked in a new one
