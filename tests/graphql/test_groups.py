@@ -21,6 +21,7 @@ from gpupaas.api.websocket import CLOSE_TOO_SLOW
 from gpupaas.compute import service as compute
 from gpupaas.core.actor import Role
 from gpupaas.events.broadcast import StatusEvent
+from gpupaas.graphql.groups import Group
 from tests import ws
 from tests.factories import make_instance, make_profile, make_project, make_user
 from tests.graphql.conftest import Serve, Server, receive
@@ -246,3 +247,35 @@ async def test_a_gap_in_the_cursors_hands_the_member_back_to_read_what_is_missin
     # the resolver read the one it missed from the database, and kept the order
     assert statuses(seen) == DEPLOYED
     assert group.closed  # it left its group at the gap, then parked in a new one
+
+
+async def test_a_group_that_fails_hands_its_members_back_without_losing_the_event(
+    db: object, server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alice = await make_user("alice")
+    ml = await make_project("ml", alice=Role.ADMIN)
+    instance = await make_instance(ml, await make_profile(ml), name="nb")
+    async with ws.connect(server.url, token=alice.token) as session:
+        for _ in range(2):
+            await session.subscribe(EVENTS, {"p": "ml"})
+        await receive(session, 2)
+        await server.until(lambda: server.parked() == 2, "the subscriptions did not park")
+        execute, failed = Group.execute, list[object]()
+
+        async def failing_once(self: Group, operation: Any, root: object) -> str | None:
+            if not failed:
+                failed.append(root)
+                raise RuntimeError("a bug in the group")
+            return await execute(self, operation, root)
+
+        monkeypatch.setattr(Group, "execute", failing_once)
+        await compute.deploy(await actor_for(alice.user), str(instance.id))
+        seen = await receive(session, 6)
+        await server.until(lambda: server.parked() == 2, "the members did not park again")
+
+    assert len(failed) == 1
+    by_id: dict[str, list[dict[str, Any]]] = {}
+    for message in seen:
+        by_id.setdefault(message["id"], []).append(message)
+    # each member's own resolver took the event over: nothing lost, nothing doubled
+    assert [statuses(messages) for messages in by_id.values()] == [DEPLOYED, DEPLOYED]

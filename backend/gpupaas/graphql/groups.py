@@ -204,30 +204,52 @@ class Group(Subscription):
                     self.hand_back(member, item)
                 return
 
-    async def deliver(self, event: StatusEvent) -> None:
-        sending = []
-        before: dict[Member, tuple[int, int]] = {}
+    def ended(self, task: asyncio.Task[None]) -> None:
+        """Its task is over: whoever is still parked goes back to its own path (none is left
+        waiting on a group that no longer delivers, whatever stopped it)."""
+        if not task.cancelled() and task.exception() is not None:
+            log.error("a fan-out group stopped", exc_info=task.exception())
         for member in list(self.members):
-            if self.scope == "instance":
-                before[member] = (member.cursor, member.versions.get(self.key, 0))
+            self.hand_back(member, Resync())
+
+    async def deliver(self, event: StatusEvent) -> None:
+        version_key = self.key if self.scope == "instance" else event.instance_id
+        sending: dict[Member, tuple[int, int | None]] = {}  # and where each was before this event
+        for member in list(self.members):
+            before = (member.cursor, member.versions.get(version_key))
             verdict = self.decide(member, event)
             if verdict == SEND:
-                sending.append(member)
+                sending[member] = before
             elif verdict == BACK:
                 self.hand_back(member, event)
         if not sending:
             return
-        first = sending[0]
-        shown = await first.shown(event)
-        if shown is None:
-            if self.scope == "instance":  # the instance is no longer shown: the resolver ends
-                for member in sending:
-                    if member.group is self:
-                        # as it was before this event: the resolver decides it again, and ends
-                        member.cursor, member.versions[self.key] = before[member]
-                        self.hand_back(member, event)
-            return
-        body = await self.execute(first.operation, shown)
+
+        def undo() -> None:
+            # back where they were before this event: their resolvers decide it again
+            for member, (cursor, version) in sending.items():
+                member.cursor = cursor
+                if version is None:
+                    member.versions.pop(version_key, None)
+                else:
+                    member.versions[version_key] = version
+
+        first = next(iter(sending))
+        try:
+            shown = await first.shown(event)
+            if shown is None:
+                if self.scope == "instance":  # the instance is no longer shown: the resolver ends
+                    undo()
+                    for member in sending:
+                        if member.group is self:
+                            self.hand_back(member, event)
+                return
+            body = await self.execute(first.operation, shown)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            undo()  # then `run` hands everyone back with this event
+            raise
         if body is None:
             return
         for member in sending:
@@ -269,6 +291,7 @@ class Groups:
             group.task = asyncio.create_task(
                 group.run(), name="status-fan-out-group", context=contextvars.Context()
             )
+            group.task.add_done_callback(group.ended)
         return group
 
     def close(self, group: Group) -> None:
