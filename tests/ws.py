@@ -57,8 +57,9 @@ class Session:
 
 @asynccontextmanager
 async def connect(
-    base_url: str, *, token: str | None = None, cookie: str | None = None, init: bool = True
+    base_url: str, *, token: str | None = None, cookie: str | None = None, init: bool = True, **options: Any
 ) -> AsyncIterator[Session]:
+    """`options` go to `websockets.connect` (`max_queue`, `sock`, ...)."""
     url = base_url.replace("http://", "ws://") + "/graphql"
     headers = {"Cookie": f"gpupaas_session={cookie}"} if cookie else None
     # max_queue=None: a test that leaves messages unread (a long snapshot) closes at once. With the
@@ -68,7 +69,7 @@ async def connect(
         url,
         subprotocols=[websockets.Subprotocol("graphql-transport-ws")],
         additional_headers=headers,
-        max_queue=None,
+        **{"max_queue": None, **options},
     ) as ws:
         session = Session(ws)
         if init:

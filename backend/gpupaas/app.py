@@ -38,6 +38,7 @@ from gpupaas.api.headers import SecurityHeaders
 from gpupaas.api.request_ids import RequestIds
 from gpupaas.api.schema import build_schema
 from gpupaas.api.sockets import SocketSessions
+from gpupaas.api.websocket import SCOPE_KEY, Outlet, TransportWSHandler, WebSocketAdapter
 from gpupaas.core import logs
 from gpupaas.core.actor import ANONYMOUS, Actor
 from gpupaas.core.metrics import Metrics
@@ -82,6 +83,11 @@ def encode_json(data: object) -> str:
 
 
 class GraphQLApp(GraphQL[Context, None]):
+    # Every websocket frame goes through the socket's outlet, and status subscriptions park in
+    # fan-out groups that write to it directly (api/websocket.py, graphql/groups.py).
+    websocket_adapter_class = WebSocketAdapter
+    graphql_transport_ws_handler_class = TransportWSHandler
+
     def __init__(self, settings: Settings, runtime: Runtime | None = None) -> None:
         # Shared with the runtime's worker when there is one: one driver per cluster per process.
         self.drivers = runtime.drivers if runtime else DriverRegistry(settings)
@@ -102,10 +108,14 @@ class GraphQLApp(GraphQL[Context, None]):
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        outlet = None
+        if scope["type"] == "websocket":
+            outlet = scope[SCOPE_KEY] = Outlet(send, self.settings.ws_send_buffer)
         try:
             await super().__call__(scope, receive, send)
         finally:
-            if scope["type"] == "websocket":
+            if outlet is not None:
+                await outlet.close()
                 self.sockets.forget(scope)
 
     async def execute_single(

@@ -398,6 +398,9 @@ class Settings:
     # How often every open websocket's credentials are checked again, besides at once when they
     # are revoked and when they expire (api/sockets.py).
     ws_recheck_seconds: float = 60.0
+    # Frames a websocket may have waiting to be sent (api/websocket.py): a live event that would
+    # make more wait closes it with 1013, so that a client that stopped reading costs nothing more.
+    ws_send_buffer: int = 256
     # Owners (compute/owners.py): whether a project MEMBER sees the project's instances that other
     # members own (read-only, without their secrets), or only their own.
     members_see_all_instances: bool = True
@@ -511,6 +514,7 @@ class Settings:
             response_cache=_bool(env, "GPUPAAS_RESPONSE_CACHE", True),
             ws_compression=_bool(env, "GPUPAAS_WS_COMPRESSION", False),
             ws_recheck_seconds=_float(env, "GPUPAAS_WS_RECHECK_SECONDS", 60.0, minimum=1.0),
+            ws_send_buffer=_int(env, "GPUPAAS_WS_SEND_BUFFER", 256, minimum=1),
             members_see_all_instances=_bool(env, "GPUPAAS_MEMBERS_SEE_ALL_INSTANCES", True),
             webhook_allow_private_networks=_bool(env, "GPUPAAS_WEBHOOK_ALLOW_PRIVATE_NETWORKS", False),
             webhook_timeout_seconds=_float(env, "GPUPAAS_WEBHOOK_TIMEOUT_SECONDS", 10.0, minimum=0.1),

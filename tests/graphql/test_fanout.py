@@ -7,28 +7,16 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
-import time
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, replace
 from typing import Any
-
-import pytest
 
 from gpupaas.accounts.service import actor_for
 from gpupaas.accounts.sharing import SharingMode
-from gpupaas.app import create_app
 from gpupaas.compute import service as compute
-from gpupaas.compute.graphql import ComputeInstanceStatusEvent
 from gpupaas.core.actor import Role
 from gpupaas.graphql import fanout
-from gpupaas.graphql.executor import ExecutionContext
-from gpupaas.provisioning.drivers.simulated.driver import SimulatedDriver
-from gpupaas.provisioning.inventory import DEFAULT_INVENTORY
-from gpupaas.runtime import Runtime
-from gpupaas.settings import Settings
 from tests import ws
-from tests.conftest import serving
 from tests.factories import make_instance, make_profile, make_project, make_user, platform_actor
+from tests.graphql.conftest import Server, receive
 
 EVENTS = """subscription($p: String!) {
   computeInstanceEvents(project: $p) { status instance { name project { name } } }
@@ -41,54 +29,6 @@ EVENTS_BY_CALLER = """subscription($p: String!) {
 }"""
 STATUS = """subscription($id: ID!) { computeInstanceStatus(id: $id) { status instance { name } } }"""
 DEPLOYED = ["WAITING", "IN_PROGRESS", "SUCCESS"]
-
-
-@dataclass
-class Server:
-    url: str
-    runtime: Runtime
-
-    async def subscribed(self, key: str, count: int, *, by: str = "project") -> None:
-        """Until `count` subscriptions are registered with the broadcaster for a project or an
-        instance (a subscription registers when its resolver starts, after the subscribe message)."""
-        broadcaster = self.runtime.broadcaster
-        assert broadcaster is not None
-        index = broadcaster._by_project if by == "project" else broadcaster._by_instance
-        deadline = time.monotonic() + 10
-        while len(index.get(key, ())) < count:
-            assert time.monotonic() < deadline, f"{count} subscriptions to {key} not registered"
-            await asyncio.sleep(0.01)
-
-
-@pytest.fixture
-async def server(settings: Settings) -> AsyncIterator[Server]:
-    fast = replace(settings, simulated_phase_seconds=0.0, run_retry_backoff_seconds=0.01)
-    runtime = Runtime(fast, run_worker=True, driver=SimulatedDriver(DEFAULT_INVENTORY, phase_seconds=0.0))
-    await runtime.start()
-    try:
-        async with serving(create_app(fast, migrate=False, runtime=runtime)) as url:
-            yield Server(url, runtime)
-    finally:
-        await runtime.stop()
-
-
-@pytest.fixture
-def executions(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """The event objects of every execution of a status event's selection, as graphql-core runs it."""
-    roots: list[Any] = []
-    execute = ExecutionContext.execute_operation
-
-    def counted(self: ExecutionContext, serially: bool | None = None) -> Any:
-        if isinstance(self.root_value, ComputeInstanceStatusEvent):
-            roots.append(self.root_value)
-        return execute(self, serially)
-
-    monkeypatch.setattr(ExecutionContext, "execute_operation", counted)
-    return roots
-
-
-async def receive(session: ws.Session, count: int) -> list[dict[str, Any]]:
-    return [await session.receive(timeout=15) for _ in range(count)]
 
 
 async def test_identical_subscribers_share_one_execution_per_event(

@@ -77,9 +77,14 @@ class Resync:
 
 
 class Subscription:
-    def __init__(self, key: str) -> None:
+    def __init__(self, key: str, scope: str = "project") -> None:
         self.key = key
+        self.scope = scope  # "project" or "instance": which index of the broadcaster holds it
         self.queue: asyncio.Queue[StatusEvent | Overflow | Resync] = asyncio.Queue(maxsize=QUEUE_SIZE)
+
+    def subscribers(self) -> int:
+        """How many subscribers it stands for: a fan-out group (graphql/groups.py), its members."""
+        return 1
 
     def offer(self, event: StatusEvent | Resync) -> None:
         try:
@@ -115,7 +120,10 @@ class StatusBroadcaster:
 
     def subscriptions(self) -> int:
         """Live status subscriptions (each websocket `subscription` of an instance or a project)."""
-        return sum(map(len, self._by_instance.values())) + sum(map(len, self._by_project.values()))
+        indexes = (self._by_instance, self._by_project)
+        return sum(
+            s.subscribers() for index in indexes for subscriptions in index.values() for s in subscriptions
+        )
 
     async def start(self) -> None:
         await self._listen()
@@ -248,23 +256,32 @@ class StatusBroadcaster:
 
     @contextlib.asynccontextmanager
     async def instance(self, instance_id: str) -> AsyncIterator[Subscription]:
-        async with self._subscribed(self._by_instance, instance_id) as subscription:
+        async with self._subscribed(Subscription(instance_id, "instance")) as subscription:
             yield subscription
 
     @contextlib.asynccontextmanager
     async def project(self, project_id: str) -> AsyncIterator[Subscription]:
-        async with self._subscribed(self._by_project, project_id) as subscription:
+        async with self._subscribed(Subscription(project_id, "project")) as subscription:
             yield subscription
 
     @contextlib.asynccontextmanager
-    async def _subscribed(self, index: dict[str, set[Subscription]], key: str) -> AsyncIterator[Subscription]:
-        subscription = Subscription(key)
-        index.setdefault(key, set()).add(subscription)
+    async def _subscribed(self, subscription: Subscription) -> AsyncIterator[Subscription]:
+        self.attach(subscription)
         try:
             yield subscription
         finally:
-            members = index.get(key)
-            if members is not None:
-                members.discard(subscription)
-                if not members:
-                    del index[key]
+            self.detach(subscription)
+
+    def attach(self, subscription: Subscription) -> None:
+        """`subscription` gets the events of its project or instance from now on (a fan-out group's
+        hook: a subscriber parked in a group is detached, and attached again when it leaves)."""
+        index = self._by_project if subscription.scope == "project" else self._by_instance
+        index.setdefault(subscription.key, set()).add(subscription)
+
+    def detach(self, subscription: Subscription) -> None:
+        index = self._by_project if subscription.scope == "project" else self._by_instance
+        members = index.get(subscription.key)
+        if members is not None:
+            members.discard(subscription)
+            if not members:
+                del index[subscription.key]

@@ -10,31 +10,45 @@ lives as long as that event's execution. tests/graphql/test_subscription_memory.
 leak comes back.
 
 Subscribers whose operation, variables and visibility are the same share one execution of an event
-they are all given (graphql/fanout.py); tests/graphql/test_fanout.py counts the executions.
+they are all given (graphql/fanout.py); tests/graphql/test_fanout.py counts the executions. A
+subscription opened through our websocket handler tells it its executor (`cancellable_iterable`,
+graphql/groups.py), so that its live events can be executed once for its fan-out group.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import AsyncIterable
+from typing import Any, TypeVar
 
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
-from gpupaas.graphql import fanout
+from gpupaas.graphql import fanout, groups
+
+T = TypeVar("T")
 
 
 class ExecutionContext(StrawberryGraphQLCoreExecutionContext):
-    # The subscription's sharing key, found at its first event (per-event copies inherit it).
+    # The subscription's sharing key, found when first asked (per-event copies inherit it).
     _sharing_known = False
     _sharing: str | None = None
 
-    def build_per_event_executor(self, payload: Any) -> Any:
+    def sharing(self) -> str | None:
         if not self._sharing_known:
             variables = self.variable_values.coerced
             self._sharing = fanout.sharing_key(self.operation, variables, self.context_value)
             self._sharing_known = True
-        if self._sharing is None:
+        return self._sharing
+
+    def cancellable_iterable(self, iterable: AsyncIterable[T]) -> AsyncIterable[T]:
+        """Called once per subscription, before its first event: the moment it has an executor."""
+        groups.subscribed(self, self.sharing())
+        return super().cancellable_iterable(iterable)
+
+    def build_per_event_executor(self, payload: Any) -> Any:
+        sharing = self.sharing()
+        if sharing is None:
             return self.own_event_executor(payload)
-        return fanout.SHARED.executor_for(payload, self._sharing, self.own_event_executor)
+        return fanout.SHARED.executor_for(payload, sharing, self.own_event_executor)
 
     def own_event_executor(self, payload: Any) -> Any:
         executor = super().build_per_event_executor(payload)

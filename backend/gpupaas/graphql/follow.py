@@ -17,7 +17,9 @@ consumer that was reset (the broadcaster's `Resync`), catches up from the databa
 What a change shows is read and built once per change for the process's subscribers who see alike
 (`StatusBroadcaster.once`): one read instead of one per subscriber, and the same event object, so
 that they share one execution of their selection too (graphql/fanout.py). Snapshots are each
-subscriber's own.
+subscriber's own. Once caught up, a subscription opened over our websocket handler parks in a
+fan-out group, which applies the same rules to live events for all its members at once and hands
+a member back here for anything else (graphql/groups.py).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from gpupaas.events.outbox import stream_cursor
 from gpupaas.events.replay import REPLAY_LIMIT, events_between, replay
 from gpupaas.graphql.context import Info
 from gpupaas.graphql.fanout import visibility_of
+from gpupaas.graphql.groups import Park, parking
 from gpupaas.graphql.loaders import Loaders
 
 
@@ -100,10 +103,12 @@ async def stream(
     after: int | None,
     *,
     instance_id: str | None = None,
+    park: Park | None = None,
 ) -> AsyncIterator[Snapshot | Resumed | tuple[StatusEvent, StatusEventSource]]:
     """The project's stream as one subscription sees it (of one instance's events when given):
     a Snapshot or replayed events first, then live ones, in order, without duplicates.
-    `subscription` must be registered before this is called."""
+    `subscription` must be registered before this is called. With `park`, whenever it has caught
+    up it waits in its fan-out group, which moves its cursor on (graphql/groups.py)."""
     if after is None:
         last = await stream_cursor(project_id)
         yield Snapshot(last, False)
@@ -124,6 +129,8 @@ async def stream(
         )
 
     while True:
+        if park is not None and subscription.queue.empty():
+            last = await park(last)
         item = await subscription.queue.get()
         if isinstance(item, (Overflow, Resync)):
             head = await stream_cursor(project_id)
@@ -181,9 +188,25 @@ async def follow_events(
             return None
         return make(current, item.status, item.message, datetime.fromisoformat(item.at), meta)
 
+    def shown_as(event: StatusEvent, source: StatusEventSource) -> Awaitable[E | None]:
+        # `load` reads as its caller may: those who see alike may share what it read.
+        return broadcaster.once(
+            ("follow", key, event.version, source, visibility, make),
+            functools.partial(changed, event, Meta(source, event.cursor)),
+        )
+
     async with broadcaster.instance(key) as subscription:
-        last = 0
-        async for item in stream(broadcaster, subscription, str(found.project_id), after, instance_id=key):
+        last = {key: 0}  # the instance's version reached (a dict: its fan-out group moves it on)
+        project_id = str(found.project_id)
+        park = parking(
+            broadcaster,
+            subscription,
+            project_id=project_id,
+            kind="",
+            versions=last,
+            shown=lambda event: shown_as(event, StatusEventSource.LIVE),
+        )
+        async for item in stream(broadcaster, subscription, project_id, after, instance_id=key, park=park):
             if isinstance(item, Resumed):
                 continue
             info.context.loaders = Loaders()  # fresh data for every event
@@ -191,24 +214,19 @@ async def follow_events(
                 current = await load()
                 if current is None:
                     return
-                last = current.version
+                last[key] = current.version
                 meta = Meta(StatusEventSource.SNAPSHOT, item.cursor, item.missed)
                 yield make(
                     current, str(current.status.value), current.status_message, current.updated_at, meta
                 )
                 continue
             event, source = item
-            if event.version <= last:
+            if event.version <= last[key]:
                 continue
-            last = event.version
+            last[key] = event.version
             if event.deleted:
                 return
-            meta = Meta(source, event.cursor)
-            # `load` reads as its caller may: those who see alike may share what it read.
-            shown = await broadcaster.once(
-                ("follow", key, event.version, source, visibility, make),
-                functools.partial(changed, event, meta),
-            )
+            shown = await shown_as(event, source)
             if shown is None:
                 return
             yield shown
@@ -298,11 +316,17 @@ async def follow_stream(
             events.append(make(item, str(item.status.value), item.status_message, item.updated_at, meta))
         return events
 
+    def live(status: StatusEvent) -> Awaitable[E | None]:
+        return shown(
+            status, Meta(StatusEventSource.LIVE, status.cursor if status.project_id == project_id else None)
+        )
+
     async with broadcaster.project(project_id) as subscription:
         # Per subscriber and event: what is here, and sending (at 1,000 subscribers, every
-        # microsecond here is a millisecond of an event's delivery).
+        # microsecond here is a millisecond of an event's delivery), until it parks in its group.
         snapshotted = False
-        async for item in stream(broadcaster, subscription, project_id, after):
+        park = parking(broadcaster, subscription, project_id=project_id, kind=kind, versions=last, shown=live)
+        async for item in stream(broadcaster, subscription, project_id, after, park=park):
             if isinstance(item, Snapshot):
                 context.loaders = Loaders()
                 meta = Meta(StatusEventSource.SNAPSHOT, item.cursor, item.missed)
