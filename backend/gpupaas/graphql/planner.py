@@ -49,6 +49,7 @@ from graphql.type import (
     is_object_type,
 )
 from graphql.type.scalars import serialize_boolean, serialize_id, serialize_int, serialize_string
+from strawberry.schema.schema_converter import CustomGraphQLEnumType
 from strawberry.types.arguments import convert_arguments
 
 from graphql import (
@@ -95,11 +96,12 @@ class Unsupported(Exception):
 
 
 # How a value is completed: a leaf (with a fast path for the built-in scalars), a list, an object.
-LEAF, LEAF_STR, LEAF_INT, LEAF_BOOL, LIST, OBJECT = range(6)
+# (An enum's names are kept per member: strawberry's coercion looks each one up among the values.)
+LEAF, LEAF_STR, LEAF_INT, LEAF_BOOL, LEAF_ENUM, LIST, OBJECT = range(7)
 
 
 class TypePlan:
-    __slots__ = ("graphql_type", "item", "kind", "non_null", "selection")
+    __slots__ = ("enum", "graphql_type", "item", "kind", "names", "non_null", "selection")
 
     def __init__(self, graphql_type: GraphQLOutputType, kind: int, non_null: bool) -> None:
         self.graphql_type = graphql_type  # without its NonNull
@@ -107,6 +109,8 @@ class TypePlan:
         self.non_null = non_null
         self.item: TypePlan | None = None
         self.selection: Selection | None = None
+        self.enum: type | None = getattr(graphql_type, "wrapped_cls", None) if kind == LEAF_ENUM else None
+        self.names: dict[Any, str] = {}  # LEAF_ENUM: member -> name, as coerce_output_value gave it
 
 
 class FieldPlan:
@@ -381,6 +385,12 @@ def _leaf_kind(leaf: Any) -> int:
         return LEAF_INT
     if leaf is GraphQLBoolean and coerce is serialize_boolean:
         return LEAF_BOOL
+    if (
+        isinstance(leaf, CustomGraphQLEnumType)
+        and "coerce_output_value" not in vars(leaf)
+        and type(leaf).coerce_output_value is CustomGraphQLEnumType.coerce_output_value
+    ):
+        return LEAF_ENUM  # a pure function of the member: kept per member
     return LEAF
 
 
@@ -532,6 +542,8 @@ class Run:
                     or (kind == LEAF_BOOL and type(value) is bool)
                 ):
                     out[key] = value
+                elif kind == LEAF_ENUM and type(value) is type_plan.enum and value in type_plan.names:
+                    out[key] = type_plan.names[value]
                 elif self.is_awaitable(value):  # graphql-core awaits whatever a field gives
                     out[key] = None
                     field_path = Path(path, key, plan.parent_name)
@@ -555,7 +567,10 @@ class Run:
             if type_plan.non_null:
                 raise TypeError(plan.null_message)
             return None
-        return Executor.complete_leaf_value(type_plan.graphql_type, value)  # type: ignore[arg-type]
+        coerced = Executor.complete_leaf_value(type_plan.graphql_type, value)  # type: ignore[arg-type]
+        if type_plan.kind == LEAF_ENUM and type(value) is type_plan.enum:
+            type_plan.names[value] = coerced
+        return coerced
 
     def complete(
         self, type_plan: TypePlan, plan: FieldPlan, value: Any, path: Path, boundary: Boundary
