@@ -753,7 +753,14 @@ async def seed_database(database_url: str, env: dict[str, str], args: argparse.N
         for j, project in enumerate(names):
             template = await templates.create_template(actor, project, "gpu-workspace", "GPU workspace", None)
             version = await templates.add_version(
-                actor, str(template.id), "1.0.0", TEMPLATE_YAML, inputs, outputs, VersionState.ACTIVE
+                actor,
+                str(template.id),
+                "1.0.0",
+                TEMPLATE_YAML,
+                inputs,
+                outputs,
+                VersionState.ACTIVE,
+                secret_key=env["GPUPAAS_SECRET_KEY"],
             )
             share_with = [names[(j + 1) % len(names)], names[(j + 2) % len(names)]]
             for k in range(per_project):
@@ -809,7 +816,9 @@ async def seed_database(database_url: str, env: dict[str, str], args: argparse.N
                         profile_settings.OutputSettingIn(name="team", visible=False),
                     ],
                 )
-                profile = await profiles.create_profile(actor, project, data)
+                profile = await profiles.create_profile(
+                    actor, project, data, secret_key=env["GPUPAAS_SECRET_KEY"]
+                )
                 await profiles.set_profile_sharing(
                     actor, str(profile.id), SharingMode.SELECTED_PROJECTS, share_with
                 )

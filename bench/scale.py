@@ -63,6 +63,7 @@ SEARCH = "llama"  # one of WORDS: in about 1 name or display name in len(WORDS)
 P99_GOAL_MS = 50.0
 SMALL = 1000  # instances in the first phase
 SMALL_PROJECTS = 10  # ... spread over the first 10 projects
+SECRET_KEY = secrets.token_hex(32)  # seals the sensitive values the seeding writes; the app's too
 
 NODE = (
     "id name displayName description profileName status statusMessage labels { key value } "
@@ -248,6 +249,7 @@ async def seed_base(conn: Any, args: argparse.Namespace) -> Seeded:
             labels=[("tier", "small"), ("vendor", "nvidia")],
             annotations=[("owner", "ml platform team <ml@example.com>")],
         ),
+        secret_key=SECRET_KEY,
     )
     proto_instance = await compute.create_instance(
         actor,
@@ -261,6 +263,7 @@ async def seed_base(conn: Any, args: argparse.Namespace) -> Seeded:
             annotations=[("owner", "bench")],
         ),
         deploy=False,
+        secret_key=SECRET_KEY,
     )
     instance_proto = await columns_of(conn, "compute_instances", proto_instance.id)
     profile_proto = await columns_of(conn, "compute_profiles", proto_profile.id)
@@ -636,7 +639,12 @@ async def run(args: argparse.Namespace) -> None:
                 f"{time.perf_counter() - started:.1f}s"
             )
             app = create_app(
-                Settings(database_url=url, secret_key=secrets.token_hex(32), response_cache=False),
+                Settings(
+                    database_url=url,
+                    secret_key=SECRET_KEY,
+                    response_cache=False,
+                    planned_executor=not args.no_planned_executor,
+                ),
                 migrate=False,
             )
             rng = random.Random(42)  # noqa: S311 - seeded test data, not secrets
@@ -690,6 +698,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         dest="gc_tuning",
         action="store_false",
         help="measure without the GC tuning that `gpupaas serve` applies after start-up",
+    )
+    parser.add_argument(
+        "--no-planned-executor",
+        action="store_true",
+        help="GPUPAAS_PLANNED_EXECUTOR=false: every query field by field through graphql-core",
     )
     parser.add_argument(
         "--postgres",
