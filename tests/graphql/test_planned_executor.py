@@ -52,6 +52,7 @@ from gpupaas.core.actor import Role
 from gpupaas.graphql import planner
 from gpupaas.graphql.executor import ExecutionContext
 from gpupaas.settings import Settings
+from tests.catalog.test_reads import NODE_FIELDS
 from tests.conftest import SECRET_KEY, QueryCounter
 from tests.factories import (
     NAMESPACE_INPUTS,
@@ -411,18 +412,7 @@ def test_the_switch_off_runs_everything_in_graphql_core(world: World) -> None:
     assert (planner.STATS.reasons["switched off"], planner.STATS.planned) == (before[0] + 1, before[1])
 
 
-# bench/read_path.py's selection.
-NODE_FIELDS = """
-  id name displayName description allocationType
-  resources { cpu memory storage gpuCount gpuVendor gpuModel }
-  labels { key value } annotations { key value } iconUrl readme readmeHtml
-  inputSettings { name value required override allowedValues }
-  outputSettings { name displayName visible }
-  sharing { mode projects { name } }
-  environmentTemplate { name }
-  environmentTemplateVersion { version state inputs { name type } outputs { name } }
-  createdAt updatedAt
-"""
+# bench/read_path.py's selection (NODE_FIELDS, from tests/catalog/test_reads.py).
 PROFILES = f"query($project: String!) {{ computeProfiles(project: $project, first: 100) {{ totalCount edges {{ node {{ {NODE_FIELDS} }} }} }} }}"
 CATALOG = f"query($project: String!) {{ catalog(project: $project) {{ {NODE_FIELDS} }} }}"
 

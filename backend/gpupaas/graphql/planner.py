@@ -400,7 +400,7 @@ Boundary = tuple[Any, Any, Path] | None
 
 
 class _Pending:
-    __slots__ = ("awaitable", "boundary", "container", "key", "nodes", "path", "plan", "type")
+    __slots__ = ("awaitable", "boundary", "container", "key", "path", "plan", "type")
 
     def __init__(
         self,
