@@ -522,13 +522,17 @@ class Leaf:
 
     @strawberry.field
     async def streamed(self) -> list[str | None]:
-        async def items() -> AsyncIterator[str | None]:
-            yield self.name
-            if self.how == "raise":
-                raise ValueError("stream broken")
-            yield None
+        return self._stream()  # type: ignore[return-value]
 
-        return items()  # type: ignore[return-value]
+    @strawberry.field
+    def streamed_now(self) -> list[str | None]:
+        return self._stream()  # type: ignore[return-value]
+
+    async def _stream(self) -> AsyncIterator[str | None]:
+        yield self.name
+        if self.how == "raise":
+            raise ValueError("stream broken")
+        yield None
 
 
 @strawberry.type
@@ -556,7 +560,7 @@ class SmallQuery:
 
 SMALL = strawberry.Schema(query=SmallQuery, execution_context_class=ExecutionContext)
 SMALL_GRAPHQL = SMALL._schema
-LEAF_FIELDS = ["name", "value", "later", "maybe", "maybeLater", "streamed"]
+LEAF_FIELDS = ["name", "value", "later", "maybe", "maybeLater", "streamed", "streamedNow"]
 OBJECT_FIELDS = ["child", "maybeChild", "laterChild", "items", "maybeItems", "awaitedItems"]
 
 

@@ -555,7 +555,10 @@ class Run:
                     inner = boundary if type_plan.non_null else (out, key, field_path)
                     out[key] = self.complete(type_plan, plan, value, field_path, inner)
             except _AsyncList as later:
-                self.later(later, plan, plan.type, Path(path, key, plan.parent_name), out, key, boundary)
+                out[key] = None
+                field_path = Path(path, key, plan.parent_name)
+                reading = _read_all(later.items, plan.nodes, field_path)
+                self.wait_for(reading, plan, plan.type, field_path, out, key, boundary)
             except Exception as raw:
                 out[key] = self.fail(raw, plan, plan.type, Path(path, key, plan.parent_name))
         return out
@@ -618,7 +621,8 @@ class Run:
                 append(self.complete(item, plan, element, item_path, inner))
             except _AsyncList as later:
                 append(None)
-                self.later(later, plan, item, item_path, out, index, boundary)
+                reading = _read_all(later.items, plan.nodes, item_path)
+                self.wait_for(reading, plan, item, item_path, out, index, boundary)
             except Exception as raw:
                 append(self.fail(raw, plan, item, item_path))
         return out
@@ -643,9 +647,9 @@ class Run:
             inner = pending.boundary if type_plan.non_null else (container, key, path)
             container[key] = self.complete(type_plan, pending.plan, result, path, inner)
         except _AsyncList as later:
-            self.later(
-                later, pending.plan, type_plan, pending.path, pending.container, pending.key, pending.boundary
-            )
+            container[key] = None
+            reading = _read_all(later.items, pending.plan.nodes, path)
+            self.wait_for(reading, pending.plan, type_plan, path, container, key, pending.boundary)
         except Exception as raw:
             try:
                 pending.container[pending.key] = self.fail(raw, pending.plan, type_plan, pending.path)
@@ -663,26 +667,11 @@ class Run:
         boundary: Boundary,
     ) -> None:
         """An awaitable for the next level. A list given as an async iterable is read in the same
-        task, as graphql-core reads it."""
+        task, as graphql-core reads it (and one a resolver gave at once is read at the next
+        level: _read_all)."""
         if type_plan.kind == LIST:
             awaitable = _then_read(awaitable, self.is_async_iterable, plan.nodes, path)
         self.pending.append(_Pending(awaitable, plan, type_plan, path, container, key, boundary))
-
-    def later(
-        self,
-        later: _AsyncList,
-        plan: FieldPlan,
-        type_plan: TypePlan,
-        path: Path,
-        container: Any,
-        key: Any,
-        boundary: Boundary,
-    ) -> None:
-        """A list given as an async iterable: its items are read with the level's awaitables and
-        completed as a list then."""
-        container[key] = None
-        reading = _read_all(later.items, plan.nodes, path)
-        self.pending.append(_Pending(reading, plan, type_plan, path, container, key, boundary))
 
     def propagate(self, error: GraphQLError, boundary: Boundary) -> None:
         if boundary is None:
