@@ -63,6 +63,7 @@ SEARCH = "llama"  # one of WORDS: in about 1 name or display name in len(WORDS)
 P99_GOAL_MS = 50.0
 SMALL = 1000  # instances in the first phase
 SMALL_PROJECTS = 10  # ... spread over the first 10 projects
+SECRET_KEY = secrets.token_hex(32)  # seals the sensitive values the seeding writes; the app's too
 
 NODE = (
     "id name displayName description profileName status statusMessage labels { key value } "
@@ -204,7 +205,7 @@ async def columns_of(conn: Any, table: str, row_id: uuid.UUID) -> dict[str, Any]
     return dict(record.items())
 
 
-async def seed_base(conn: Any, args: argparse.Namespace, secret_key: str) -> Seeded:
+async def seed_base(conn: Any, args: argparse.Namespace) -> Seeded:
     """Through the service layer: the built-in templates, the admin and its token, the projects, a
     prototype profile and instance. Then the other profiles (and their shares) by COPY."""
     from gpupaas.accounts import service as accounts
@@ -248,7 +249,7 @@ async def seed_base(conn: Any, args: argparse.Namespace, secret_key: str) -> See
             labels=[("tier", "small"), ("vendor", "nvidia")],
             annotations=[("owner", "ml platform team <ml@example.com>")],
         ),
-        secret_key=secret_key,
+        secret_key=SECRET_KEY,
     )
     proto_instance = await compute.create_instance(
         actor,
@@ -262,7 +263,7 @@ async def seed_base(conn: Any, args: argparse.Namespace, secret_key: str) -> See
             annotations=[("owner", "bench")],
         ),
         deploy=False,
-        secret_key=secret_key,
+        secret_key=SECRET_KEY,
     )
     instance_proto = await columns_of(conn, "compute_instances", proto_instance.id)
     profile_proto = await columns_of(conn, "compute_profiles", proto_profile.id)
@@ -625,7 +626,6 @@ async def run(args: argparse.Namespace) -> None:
     from gpupaas.app import create_app
     from gpupaas.settings import Settings
 
-    secret_key = secrets.token_hex(32)  # seals the profiles' sensitive defaults, for the app too
     async with scratch_database(args.postgres) as url:
         progress("migrating ...")
         await gdb.migrate_database(url)
@@ -633,13 +633,18 @@ async def run(args: argparse.Namespace) -> None:
         conn = await asyncpg.connect(asyncpg_url(url), timeout=10)
         try:
             started = time.perf_counter()
-            seeded = await seed_base(conn, args, secret_key)
+            seeded = await seed_base(conn, args)
             progress(
                 f"seeded {args.projects} projects and {args.profiles} profiles in "
                 f"{time.perf_counter() - started:.1f}s"
             )
             app = create_app(
-                Settings(database_url=url, secret_key=secret_key, response_cache=False),
+                Settings(
+                    database_url=url,
+                    secret_key=SECRET_KEY,
+                    response_cache=False,
+                    planned_executor=not args.no_planned_executor,
+                ),
                 migrate=False,
             )
             rng = random.Random(42)  # noqa: S311 - seeded test data, not secrets
@@ -693,6 +698,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         dest="gc_tuning",
         action="store_false",
         help="measure without the GC tuning that `gpupaas serve` applies after start-up",
+    )
+    parser.add_argument(
+        "--no-planned-executor",
+        action="store_true",
+        help="GPUPAAS_PLANNED_EXECUTOR=false: every query field by field through graphql-core",
     )
     parser.add_argument(
         "--postgres",

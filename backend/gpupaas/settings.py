@@ -393,6 +393,9 @@ class Settings:
     gc_tuning: bool = False
     # Repeated reads of unchanged catalog and template data come from memory (graphql/response_cache.py).
     response_cache: bool = True
+    # Read queries run by a plan made once per document (graphql/planner.py), not field by field
+    # through graphql-core; false: graphql-core runs every operation.
+    planned_executor: bool = True
     # permessage-deflate on the GraphQL websocket (off: cheaper for the server, more bytes on the wire).
     ws_compression: bool = False
     # How often every open websocket's credentials are checked again, besides at once when they
@@ -512,6 +515,7 @@ class Settings:
             worker_concurrency=_int(env, "GPUPAAS_WORKER_CONCURRENCY", 16, minimum=1),
             gc_tuning=_bool(env, "GPUPAAS_GC_TUNING", True),
             response_cache=_bool(env, "GPUPAAS_RESPONSE_CACHE", True),
+            planned_executor=_bool(env, "GPUPAAS_PLANNED_EXECUTOR", True),
             ws_compression=_bool(env, "GPUPAAS_WS_COMPRESSION", False),
             ws_recheck_seconds=_float(env, "GPUPAAS_WS_RECHECK_SECONDS", 60.0, minimum=1.0),
             ws_send_buffer=_int(env, "GPUPAAS_WS_SEND_BUFFER", 256, minimum=1),

@@ -13,6 +13,11 @@ Subscribers whose operation, variables and visibility are the same share one exe
 they are all given (graphql/fanout.py); tests/graphql/test_fanout.py counts the executions. A
 subscription opened through our websocket handler tells it its executor (`cancellable_iterable`,
 graphql/groups.py), so that its live events can be executed once for its fan-out group.
+
+Queries run by a plan made once per document (graphql/planner.py) when the planner supports all
+their fields and `GPUPAAS_PLANNED_EXECUTOR` is on; the rest by graphql-core, as before. Parsing,
+validation, the extensions and the response cache are the same for both: only the execution of
+the validated operation differs.
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ from typing import Any, TypeVar
 
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
-from gpupaas.graphql import fanout, groups
+from gpupaas.graphql import fanout, groups, planner
+from graphql import ExecutionResult, OperationType
 
 T = TypeVar("T")
 
@@ -54,3 +60,27 @@ class ExecutionContext(StrawberryGraphQLCoreExecutionContext):
         executor = super().build_per_event_executor(payload)
         executor._relevant_sub_fields = {}
         return executor
+
+    def execute_operation(self, serially: bool | None = None) -> Any:
+        if self.operation.operation is OperationType.SUBSCRIPTION:
+            return super().execute_operation(serially)  # its events (above)
+        settings = getattr(self.context_value, "settings", None)
+        if not getattr(settings, "planned_executor", False):
+            planner.STATS.fell_back("switched off")
+            return super().execute_operation(serially)
+        try:
+            run = planner.prepare(self)
+        except planner.Unsupported as refused:
+            planner.STATS.fell_back(str(refused))
+            return super().execute_operation(serially)
+        planner.STATS.planned += 1
+        run.start()
+        if not run.pending:
+            return self.build_response(run.result)
+        return self._finish_planned(run)
+
+    async def _finish_planned(self, run: planner.Run) -> ExecutionResult:
+        await run.finish()
+        result = self.build_response(run.result)
+        assert isinstance(result, ExecutionResult)
+        return result
