@@ -736,15 +736,17 @@ def goals(results: list[Result], args: argparse.Namespace) -> list[str]:
         gpupaas = [n for n in r.cpu if n != "tansu"]
         per_process = args.deploys / r.window / len(gpupaas)
         busiest = max(gpupaas, key=lambda n: r.cpu[n])
+        shown = "API" if busiest == "server" and r.workers else busiest
         capacity = args.deploys / r.cpu[busiest] if r.cpu[busiest] > 0 else float("inf")
         lines.append(
             f"  >= {DEPLOYS_PER_SECOND_PER_PROCESS:g} deploys/s per process, {name}: "
             f"{per_process:.1f} measured ({len(gpupaas)} gpupaas process(es)), "
             f"{verdict(per_process >= DEPLOYS_PER_SECOND_PER_PROCESS)}; {capacity:.1f} on a core of its "
-            f"own for the busiest ({busiest})"
+            f"own for the busiest ({shown})"
         )
         for process in gpupaas:
             share = r.idle.get(process)
+            process = "API" if process == "server" and r.workers else process
             if share is None:
                 lines.append(f"  idle < 1% of a core, {name}, {process}: not measured (--idle-seconds 0)")
                 continue
