@@ -37,8 +37,7 @@ import asyncio
 import logging
 import sys
 from collections import defaultdict
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
@@ -56,7 +55,7 @@ from gpupaas.runs.states import RunStatus
 from gpupaas.runtime import Runtime
 from gpupaas.settings import Settings
 from tests import ws
-from tests.conftest import serving
+from tests.conftest import serving, sql_log
 from tests.factories import builtin_namespace_version, make_instance, make_profile, make_project, make_user
 from tests.workers.conftest import eventually, fast
 
@@ -150,20 +149,6 @@ class Statements(logging.Handler):
         return "\n".join(lines)
 
 
-@contextmanager
-def statements() -> Iterator[Statements]:
-    logger = logging.getLogger("tortoise.db_client")
-    handler = Statements()
-    previous = logger.level
-    logger.setLevel(logging.DEBUG)
-    logger.addHandler(handler)
-    try:
-        yield handler
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(previous)
-
-
 @pytest.fixture
 async def runtime(settings: Settings) -> AsyncIterator[Runtime]:
     # The periodic loops far apart: they run on timers, not per deploy, and would only add noise.
@@ -215,7 +200,8 @@ async def test_one_deploy_costs_at_most_the_statements_listed(db: object, server
         await eventually(lambda: _no_unsent(), what="the set-up's outbox rows to be sent")
 
         # When the member deploys it and the subscriber sees it through to SUCCESS,
-        with statements() as counted:
+        counted = Statements()
+        with sql_log(counted):
             answer = await http.post(
                 "/graphql",
                 json={"query": DEPLOY, "variables": {"id": instance_id}},
