@@ -10,6 +10,10 @@ subscription `computeInstanceEvents(project:)`, and then deploys the instances w
 sending its mutation to receiving its SUCCESS event on the subscription.
 
     .venv/bin/python bench/deploy_pipeline.py [--deploys 200] [--concurrency 20] [--bus both]
+    .venv/bin/python bench/deploy_pipeline.py --workers 2 --database-url postgres://...   # scale-out
+
+With `--workers N` the runs are carried out by N separate `gpupaas worker` processes beside the API
+(`gpupaas serve` with its own worker off), on Kafka, and the CPU per deploy is given per process.
 
 It prints figures and asserts nothing about speed; it fails when a deploy does not reach SUCCESS.
 All traffic stays on 127.0.0.1.
@@ -232,6 +236,39 @@ class Server:
         return out.decode().strip()
 
 
+@dataclass
+class WorkerProcess:
+    """One `gpupaas worker` on the server's database and broker."""
+
+    env: dict[str, str]
+    workdir: Path
+    number: int
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def log(self) -> Path:
+        return self.workdir / f"worker-{self.number}.log"
+
+    def start(self) -> None:
+        argv = [sys.executable, "-m", "gpupaas.cli", "worker"]
+        self.process = start_process(argv, {**self.env, "GPUPAAS_LOG_LEVEL": "info"}, self.log)
+
+    async def ready(self, timeout: float = 90.0) -> None:
+        """Once it says it consumes commands: its consumer has joined the group and has partitions."""
+        deadline = time.monotonic() + timeout
+        while "consuming commands" not in self.log.read_text(errors="replace"):
+            if self.process is None or self.process.poll() is not None:
+                code = self.process.returncode if self.process else None
+                raise BenchError(f"gpupaas worker {self.number} exited with {code}:\n{tail(self.log)}")
+            if time.monotonic() > deadline:
+                raise BenchError(f"gpupaas worker {self.number} not consuming within {timeout}s")
+            await asyncio.sleep(0.1)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            stop_process(self.process, signal.SIGTERM)
+
+
 # ------------------------------------------------------------------------------------ websocket
 
 
@@ -345,13 +382,22 @@ class Result:
     waiting: list[float]  # send -> WAITING event
     in_progress: list[float]  # send -> IN_PROGRESS event
     window: float  # first send -> last SUCCESS
-    server_cpu: float
-    tansu_cpu: float | None
+    # CPU seconds over the measured window, and CPU seconds per second while nothing happens, per
+    # process: "server" (`gpupaas serve`), "worker 1", ... (with --workers), "tansu"
+    cpu: dict[str, float]
+    idle: dict[str, float]
     client_cpu: float
-    idle_server_cpu: float  # seconds of CPU per second, while nothing happens
-    idle_tansu_cpu: float | None
     events: int
     setup_seconds: float
+    workers: int = 0
+
+    @property
+    def server_cpu(self) -> float:
+        return self.cpu["server"]
+
+    @property
+    def tansu_cpu(self) -> float | None:
+        return self.cpu.get("tansu")
 
 
 async def run_lanes(lane: Callable[[], Coroutine[Any, Any, None]], count: int) -> None:
@@ -451,7 +497,8 @@ async def measure(bus: str, args: argparse.Namespace, workdir: Path) -> Result:
                 "GPUPAAS_DATABASE_URL": database_url,
                 "GPUPAAS_SECRET_KEY": secrets.token_hex(32),
                 "GPUPAAS_SIMULATED_PHASE_SECONDS": "0",
-                "GPUPAAS_RUN_WORKER": "true",
+                # With --workers the runs are theirs: the API process runs none.
+                "GPUPAAS_RUN_WORKER": "false" if args.workers else "true",
                 "GPUPAAS_GRAPHIQL": "false",
             }
         )
@@ -474,6 +521,13 @@ async def measure(bus: str, args: argparse.Namespace, workdir: Path) -> Result:
         server = Server(env, workdir)
         stack.callback(server.stop)
         await server.start()
+        # After the server: it has migrated the database. Stopped before it (unwound in reverse).
+        workers = [WorkerProcess(env, workdir, n) for n in range(1, args.workers + 1)]
+        for worker in workers:
+            stack.callback(worker.stop)
+            worker.start()
+        for worker in workers:
+            await worker.ready()
         password = f"bench password {secrets.token_hex(8)}\n"
         await server.cli(
             "create-user", "--username", "bench", "--platform-admin", "--password-stdin", stdin=password
@@ -487,21 +541,24 @@ async def measure(bus: str, args: argparse.Namespace, workdir: Path) -> Result:
         # The warm-up also proves that the subscription is live before the measured window.
         await deploy_all(gql, events, ids[: args.warmup], args.concurrency, "success", 60.0)
         measured = ids[args.warmup :]
-        idle_server, idle_tansu = await idle_cpu(server, tansu, args.idle_seconds)
+        pids = {"server": server.process.pid if server.process else 0}
+        pids.update({f"worker {w.number}": w.process.pid for w in workers if w.process})
+        if tansu is not None and tansu.process is not None:
+            pids["tansu"] = tansu.process.pid
         setup_seconds = time.perf_counter() - setup_started
-        assert server.process is not None
-        cpu0 = cpu_seconds(server.process.pid)
-        tansu0 = cpu_seconds(tansu.process.pid) if tansu and tansu.process else 0.0
+        cpu0 = {name: cpu_seconds(pid) for name, pid in pids.items()}
         client0 = time.process_time()
         events0 = events.count
         sent, answered = await deploy_all(
             gql, events, measured, args.concurrency, args.hold_until, args.timeout
         )
         client_cpu = time.process_time() - client0
-        server_cpu = cpu_seconds(server.process.pid) - cpu0
-        tansu_cpu = cpu_seconds(tansu.process.pid) - tansu0 if tansu and tansu.process else None
+        cpu = {name: cpu_seconds(pid) - cpu0[name] for name, pid in pids.items()}
         event_count = events.count - events0
         seen = events.seen
+        # After the window: a consumer gone to its long poll would make the first deploys slower
+        # (on tansu, which answers a fetch only when its wait is over).
+        idle = await idle_cpu(pids, args.idle_seconds, args.idle_settle_seconds)
 
     first = min(sent.values())
     last = max(seen[i]["SUCCESS"] for i in measured)
@@ -512,25 +569,27 @@ async def measure(bus: str, args: argparse.Namespace, workdir: Path) -> Result:
         waiting=[seen[i]["WAITING"] - sent[i] for i in measured if "WAITING" in seen[i]],
         in_progress=[seen[i]["IN_PROGRESS"] - sent[i] for i in measured if "IN_PROGRESS" in seen[i]],
         window=last - first,
-        server_cpu=server_cpu,
-        tansu_cpu=tansu_cpu,
+        cpu=cpu,
+        idle=idle,
         client_cpu=client_cpu,
-        idle_server_cpu=idle_server,
-        idle_tansu_cpu=idle_tansu,
         events=event_count,
         setup_seconds=setup_seconds,
+        workers=args.workers,
     )
 
 
-async def idle_cpu(server: Server, tansu: Tansu | None, seconds: float) -> tuple[float, float | None]:
-    """CPU seconds per second that the server (and tansu) burn while nothing happens."""
-    if seconds <= 0 or server.process is None:
-        return float("nan"), None
-    pid = server.process.pid
-    tpid = tansu.process.pid if tansu and tansu.process else None
-    s0, t0 = cpu_seconds(pid), cpu_seconds(tpid) if tpid else 0.0
+async def idle_cpu(pids: dict[str, int], seconds: float, settle: float) -> dict[str, float]:
+    """CPU seconds per second that each process burns while nothing happens: after `settle`
+    seconds without any request (what the warm-up left is done, consumers have gone back to their
+    idle fetch wait), over `seconds` (/proc counts in 10 ms ticks: 1% of a core over 5 s is 5)."""
+    if seconds <= 0:
+        return {}
+    await asyncio.sleep(settle)
+    before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    started = time.perf_counter()
     await asyncio.sleep(seconds)
-    return (cpu_seconds(pid) - s0) / seconds, ((cpu_seconds(tpid) - t0) / seconds if tpid else None)
+    elapsed = time.perf_counter() - started
+    return {name: (cpu_seconds(pid) - before[name]) / elapsed for name, pid in pids.items()}
 
 
 async def prepare(gql: GraphQL, count: int) -> list[str]:
@@ -611,11 +670,16 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
     lines.append(
         row("IN_PROGRESS event p50 (ms)", [f"{percentile(r.in_progress, 50) * ms:.1f}" for r in results])
     )
-    lines.append(row("server CPU per deploy (ms)", [per_deploy(r.server_cpu) for r in results]))
-    lines.append(row("tansu CPU per deploy (ms)", [per_deploy(r.tansu_cpu) for r in results]))
+    processes = list(dict.fromkeys(name for r in results for name in r.cpu))
+    for name in processes:
+        label = "server CPU" if name == "server" and not args.workers else f"{name} CPU"
+        if name == "server" and args.workers:
+            label = "API (gpupaas serve) CPU"
+        lines.append(row(f"{label} per deploy (ms)", [per_deploy(r.cpu.get(name)) for r in results]))
     lines.append(row("bench client CPU per deploy (ms)", [per_deploy(r.client_cpu) for r in results]))
-    lines.append(row("server CPU, idle (of one core)", [percent(r.idle_server_cpu) for r in results]))
-    lines.append(row("tansu CPU, idle (of one core)", [percent(r.idle_tansu_cpu) for r in results]))
+    for name in processes:
+        label = "API" if name == "server" and args.workers else name
+        lines.append(row(f"{label} CPU, idle (of one core)", [percent(r.idle.get(name)) for r in results]))
     lines.append(row("events received (measured window)", [str(r.events) for r in results]))
     lines.append(row("set-up incl. warm-up (s)", [f"{r.setup_seconds:.1f}" for r in results]))
     sys.stderr.flush()
@@ -625,15 +689,71 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
     if "kafka" in by_bus and "memory" in by_bus:
         ratio = by_bus["memory"].window / by_bus["kafka"].window
         print(f"\nKafka / in-process throughput: {ratio:.2f}")
+    print()
+    for line in goals(results, args):
+        print(line)
     database = "PostgreSQL (scratch database)" if args.database_url else "SQLite (fresh file)"
+    where = (
+        f"`gpupaas serve` (API + relay + broadcaster) and {args.workers} x `gpupaas worker`"
+        if args.workers
+        else "one `gpupaas serve` (API + relay + broadcaster + worker)"
+    )
     print(
         f"\nsettings: {args.deploys} deploys after {args.warmup} warm-up, concurrency {args.concurrency} "
-        f"(slot held until {args.hold_until}); {database}; simulated driver, phase 0 s; one "
-        f"`gpupaas serve` (API + relay + broadcaster + worker); Kafka: fetch_max_wait_ms "
-        f"{args.fetch_max_wait_ms}, partitions {args.kafka_partitions}, session_timeout_ms "
-        f"{args.session_timeout_ms}, heartbeat_interval_ms {args.heartbeat_interval_ms}, acks=all, "
-        f"idempotence off; {os.cpu_count()} CPUs"
+        f"(slot held until {args.hold_until}); {database}; simulated driver, phase 0 s; {where}; "
+        f"Kafka: fetch_max_wait_ms {args.fetch_max_wait_ms}, partitions {args.kafka_partitions}, "
+        f"session_timeout_ms {args.session_timeout_ms}, heartbeat_interval_ms "
+        f"{args.heartbeat_interval_ms}, acks=all, idempotence off; idle measured over "
+        f"{args.idle_seconds:g} s after {args.idle_settle_seconds:g} s; {os.cpu_count()} CPUs"
     )
+
+
+# Issue 19's goals for the deploy pipeline (P2 and idle). Printed, never enforced.
+ALONE_P50_MS = {"memory": 20.0, "kafka": 30.0}
+DEPLOYS_PER_SECOND_PER_PROCESS = 100.0
+IDLE_SHARE = 0.01
+
+
+def goals(results: list[Result], args: argparse.Namespace) -> list[str]:
+    """Each goal with the figure reached and whether it is met. "Alone" needs --concurrency 1.
+    Per process: deploys/s divided by the gpupaas processes, and what the busiest of them could do
+    with a core of its own (1 / its CPU per deploy), which reads past this machine's cores."""
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "NOT met"
+
+    lines = ["goals (issue 19):"]
+    for r in results:
+        name = "in-process" if r.bus == "memory" else "Kafka"
+        p50 = percentile(r.latencies, 50) * 1000
+        limit = ALONE_P50_MS[r.bus]
+        if args.concurrency == 1:
+            lines.append(
+                f"  one deploy alone p50 <= {limit:g} ms, {name}: {p50:.1f} ms, {verdict(p50 <= limit)}"
+            )
+        else:
+            lines.append(f"  one deploy alone p50 <= {limit:g} ms, {name}: run with --concurrency 1")
+        gpupaas = [n for n in r.cpu if n != "tansu"]
+        per_process = args.deploys / r.window / len(gpupaas)
+        busiest = max(gpupaas, key=lambda n: r.cpu[n])
+        shown = "API" if busiest == "server" and r.workers else busiest
+        capacity = args.deploys / r.cpu[busiest] if r.cpu[busiest] > 0 else float("inf")
+        lines.append(
+            f"  >= {DEPLOYS_PER_SECOND_PER_PROCESS:g} deploys/s per process, {name}: "
+            f"{per_process:.1f} measured ({len(gpupaas)} gpupaas process(es)), "
+            f"{verdict(per_process >= DEPLOYS_PER_SECOND_PER_PROCESS)}; {capacity:.1f} on a core of its "
+            f"own for the busiest ({shown})"
+        )
+        for process in gpupaas:
+            share = r.idle.get(process)
+            process = "API" if process == "server" and r.workers else process
+            if share is None:
+                lines.append(f"  idle < 1% of a core, {name}, {process}: not measured (--idle-seconds 0)")
+                continue
+            lines.append(
+                f"  idle < 1% of a core, {name}, {process}: {share * 100:.2f}%, {verdict(share < IDLE_SHARE)}"
+            )
+    return lines
 
 
 # ------------------------------------------------------------------------------------ main
@@ -664,11 +784,31 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "(a scratch database is created on it and dropped)",
     )
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds for the measured deploys")
-    parser.add_argument("--idle-seconds", type=float, default=1.0, help="idle CPU sample (0: skip)")
+    parser.add_argument(
+        "--idle-seconds", type=float, default=5.0, help="idle CPU sample after the measured deploys (0: skip)"
+    )
+    parser.add_argument(
+        "--idle-settle-seconds",
+        type=float,
+        default=3.0,
+        help="quiet time before the idle sample (Kafka consumers go to their idle fetch wait after 2 s)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        help="N separate `gpupaas worker` processes carry out the runs (Kafka only; 0: the server's own)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary directories (logs)")
     args = parser.parse_args(argv)
     if args.deploys < 1 or args.concurrency < 1 or args.warmup < 1:
         parser.error("--deploys, --concurrency and --warmup must be at least 1")
+    if args.workers < 0:
+        parser.error("--workers must be 0 or more")
+    if args.workers and args.bus == "memory":
+        parser.error("--workers needs Kafka: separate workers get their commands through the broker")
+    if args.workers:
+        args.bus = "kafka"
     if args.database_url and not args.database_url.startswith(("postgres://", "postgresql://")):
         parser.error("--database-url must be a postgres:// URL (SQLite is the default)")
     if args.database_url:

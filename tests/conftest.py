@@ -294,15 +294,22 @@ class QueryCounter(logging.Handler):
         self.statements.append(record.getMessage())
 
 
-@pytest.fixture
-def count_queries() -> Iterator[QueryCounter]:
+@contextlib.contextmanager
+def sql_log(handler: logging.Handler) -> Iterator[None]:
+    """`handler` gets every SQL statement Tortoise sends meanwhile (its db_client logger, at DEBUG)."""
     logger = logging.getLogger("tortoise.db_client")
-    counter = QueryCounter()
     previous = logger.level
     logger.setLevel(logging.DEBUG)
-    logger.addHandler(counter)
+    logger.addHandler(handler)
     try:
-        yield counter
+        yield
     finally:
-        logger.removeHandler(counter)
+        logger.removeHandler(handler)
         logger.setLevel(previous)
+
+
+@pytest.fixture
+def count_queries() -> Iterator[QueryCounter]:
+    counter = QueryCounter()
+    with sql_log(counter):
+        yield counter

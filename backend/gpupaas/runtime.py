@@ -49,6 +49,7 @@ def make_bus(settings: Settings, *, client_id: str = "gpupaas") -> Bus:
             partitions=settings.kafka_partitions,
             replication_factor=settings.kafka_replication_factor,
             fetch_max_wait_ms=settings.kafka_fetch_max_wait_ms,
+            idle_fetch_max_wait_ms=settings.kafka_idle_fetch_max_wait_ms,
             session_timeout_ms=settings.kafka_session_timeout_ms,
             heartbeat_interval_ms=settings.kafka_heartbeat_interval_ms,
             metadata_max_age_ms=settings.kafka_metadata_max_age_ms,

@@ -349,6 +349,9 @@ class Settings:
     kafka_partitions: int = 6
     kafka_replication_factor: int = 1
     kafka_fetch_max_wait_ms: int = 10
+    # The fetch wait of a consumer that has received nothing for 2 s (events/kafka.py): idle
+    # processes long-poll instead of polling every `kafka_fetch_max_wait_ms`.
+    kafka_idle_fetch_max_wait_ms: int = 500
     # How fast a dead consumer is noticed (and so how long a group join waits on some brokers).
     kafka_session_timeout_ms: int = 10_000
     kafka_heartbeat_interval_ms: int = 3_000
@@ -482,6 +485,7 @@ class Settings:
             kafka_partitions=_int(env, "GPUPAAS_KAFKA_PARTITIONS", 6, minimum=1),
             kafka_replication_factor=_int(env, "GPUPAAS_KAFKA_REPLICATION_FACTOR", 1, minimum=1),
             kafka_fetch_max_wait_ms=_int(env, "GPUPAAS_KAFKA_FETCH_MAX_WAIT_MS", 10, minimum=1),
+            kafka_idle_fetch_max_wait_ms=_int(env, "GPUPAAS_KAFKA_IDLE_FETCH_MAX_WAIT_MS", 500, minimum=1),
             kafka_namespace=_namespace(env),
             kafka_session_timeout_ms=_int(env, "GPUPAAS_KAFKA_SESSION_TIMEOUT_MS", 10_000, minimum=100),
             kafka_heartbeat_interval_ms=_int(env, "GPUPAAS_KAFKA_HEARTBEAT_INTERVAL_MS", 3_000, minimum=10),

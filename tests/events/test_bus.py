@@ -327,6 +327,37 @@ async def test_publish_fails_in_bounded_time_while_the_broker_is_down_then_recov
         await bus.stop()
 
 
+async def test_an_idle_kafka_consumer_long_polls_and_records_bring_the_short_wait_back(
+    kafka_broker: TansuBroker,
+) -> None:
+    # Given a consumer whose fetches wait 10 ms while records come and 400 ms once idle,
+    bus = kafka_broker.bus(client_id="pace", fetch_max_wait_ms=10, idle_fetch_max_wait_ms=400)
+    await bus.start()
+    topic = unique("pace")
+    try:
+        await bus.ensure_topics([topic])
+        consumer = bus.consumer([topic], group=None)
+        await consumer.start()
+
+        def fetch_wait() -> int:
+            wait: int = consumer._consumer._fetcher._fetch_max_wait_ms  # type: ignore[attr-defined]
+            return wait
+
+        assert fetch_wait() == 10  # just started: records are likely
+        # when it has received nothing for a while, its fetches long-poll,
+        deadline = time.monotonic() + 20
+        while fetch_wait() != 400:
+            assert time.monotonic() < deadline, "the consumer never went to its idle fetch wait"
+            assert await consumer.getmany(timeout=0.5) == []
+        # and a record brings the short wait back (it is still delivered: on tansu after the
+        # fetch in flight).
+        await bus.publish(topic, "k", b"wake")
+        assert values(await collect(consumer, 1)) == ["wake"]
+        assert fetch_wait() == 10
+    finally:
+        await bus.stop()
+
+
 async def test_kafka_bus_fails_fast_when_the_broker_is_unreachable() -> None:
     from gpupaas.events.kafka import KafkaBus
 

@@ -25,6 +25,7 @@ from gpupaas.events.bus import (
     RebalanceCallback,
     ResetCallback,
 )
+from gpupaas.events.models import OutboxMessage
 from gpupaas.events.namespaced import NamespacedBus
 from gpupaas.events.watchdog import StatusWatchdog
 from gpupaas.provisioning.drivers.simulated.driver import SimulatedDriver
@@ -202,6 +203,8 @@ async def test_a_process_that_hears_everything_or_nothing_published_stays_ready(
             return runtime.broadcaster is not None and runtime.broadcaster.heard.get(str(project.id), 0) >= 3
 
         await eventually(heard, what="the broadcaster to hear the deploy")
+        # (the relay marks what it published sent a moment later, several batches at once)
+        await eventually(_all_marked_sent, what="the relay to mark the events sent")
         await watchdog.check()
         assert watchdog.problem is None
         # had it heard only the first event, the newest (published over 1 s before "later") says so
@@ -209,3 +212,7 @@ async def test_a_process_that_hears_everything_or_nothing_published_stays_ready(
         assert "cursor 3" in (await watchdog.missed() or "")
     finally:
         await runtime.stop()
+
+
+async def _all_marked_sent() -> bool:
+    return not await OutboxMessage.exists(sent_at=None)

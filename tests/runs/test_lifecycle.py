@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 from tortoise.transactions import in_transaction
 
+from gpupaas.accounts.sharing import SharingMode
 from gpupaas.bootstrap import seed
+from gpupaas.compute import service as compute
 from gpupaas.compute.models import ComputeInstance
 from gpupaas.compute.run_kind import COMPUTE
 from gpupaas.compute.states import DeploymentStatus
@@ -25,6 +27,7 @@ from gpupaas.runs.states import RunAction, RunStatus
 from gpupaas.service_instances import service as services
 from gpupaas.service_instances.run_kind import SERVICES
 from gpupaas.service_instances.states import ServiceStatus
+from tests.conftest import QueryCounter
 from tests.factories import make_instance, make_profile, make_project, platform_actor
 
 LEASE = timedelta(seconds=30)
@@ -265,3 +268,34 @@ async def test_a_status_write_rolled_back_takes_its_deliveries_with_it(case: Cas
         await abandoned_write()
     assert (await fresh(case)).status != case.kind.failed
     assert await WebhookDelivery.filter(webhook_id=hook.id).count() == 0
+
+
+async def test_finishing_reads_the_subject_again_only_when_it_changed_since_the_claim(
+    db: object, count_queries: QueryCounter
+) -> None:
+    # Given a claimed deploy of an instance,
+    project = await make_project("ml")
+    await make_project("other")
+    instance = await make_instance(project, await make_profile(project), name="box")
+    run = await runs.queue(COMPUTE, await ComputeInstance.get(id=instance.id), RunAction.DEPLOY)
+    first = await runs.claim(COMPUTE, str(run.id), "a", LEASE)
+    assert first is not None
+    # when nothing changed it, its end is written from what the claim read (no SELECT of it),
+    count_queries.statements.clear()
+    assert await runs.finish(COMPUTE, run.id, "a", succeeded=True, message=None, claimed=first.subject)
+    reads = [s for s in count_queries.statements if s.startswith("SELECT") and '"compute_instances"' in s]
+    assert reads == [], reads
+    assert (await ComputeInstance.get(id=instance.id)).status == DeploymentStatus.SUCCESS
+
+    # and when a sharing change (which moves no version) came between claim and finish,
+    again = await runs.queue(COMPUTE, await ComputeInstance.get(id=instance.id), RunAction.DEPLOY)
+    second = await runs.claim(COMPUTE, str(again.id), "a", LEASE)
+    assert second is not None
+    await compute.set_sharing(await platform_actor(), str(instance.id), SharingMode.ALL_PROJECTS, None)
+    assert await runs.finish(COMPUTE, again.id, "a", succeeded=True, message=None, claimed=second.subject)
+    # then it is read again, and its last status event says whom it is shared with now.
+    last = (
+        await OutboxMessage.filter(key=str(instance.id), cursor__not_isnull=True).order_by("-cursor").first()
+    )
+    assert last is not None and last.payload["status"] == "SUCCESS"
+    assert last.payload["sharedWith"] == "ALL"

@@ -79,6 +79,9 @@ async def test_project_events_include_shared_instances(db: object, server: str) 
     )
     async with ws.connect(server, token=bob.token) as session:
         await session.subscribe(EVENTS, {"p": "research"})
+        # live once its snapshot (its own instance and the shared one) is in: deploys come after
+        snapshot = [(await session.next_data())["computeInstanceEvents"] for _ in range(2)]
+        assert {e["source"] for e in snapshot} == {"SNAPSHOT"}
         root = await platform_actor()
         for instance in (hidden, theirs, mine):
             await compute.deploy(root, str(instance.id))

@@ -52,15 +52,19 @@ _UNAUDITED = ("snapshot", "outputs", "version")
 
 
 async def _instance_for(
-    actor: Actor, instance_id: str, *, members_see_all: bool = True
+    actor: Actor, instance_id: str, *, members_see_all: bool = True, lock: bool = False
 ) -> ComputeInstance | None:
     """The instance when the caller may see it: its project's members (only their own when members
-    do not see each other's, `members_see_all`), or a project it is shared with."""
+    do not see each other's, `members_see_all`), or a project it is shared with. `lock`: its row
+    locked for the caller's transaction (`runs.locked`), in the same statement."""
     actor.require_user()
     iid = parse_id(instance_id)
     if iid is None:
         return None
-    instance = await ComputeInstance.get_or_none(id=iid).select_related("project")
+    query = ComputeInstance.all()
+    if lock:
+        query = query.select_for_update(of=(ComputeInstance._meta.db_table,))
+    instance = await query.get_or_none(id=iid).select_related("project")
     if instance is None or owners.hidden_from(actor, instance.project_id, instance.owner_id, members_see_all):
         return None
 
@@ -111,10 +115,11 @@ def _refusal(actor: Actor, instance: ComputeInstance, request: Request) -> str |
 
 
 async def _require_own(
-    actor: Actor, instance_id: str, field: tuple[str, ...], request: Request
+    actor: Actor, instance_id: str, field: tuple[str, ...], request: Request, *, lock: bool = False
 ) -> ComputeInstance:
-    """The instance, for a change: only its owner and its project's admins (shared ones are read-only)."""
-    instance = await _instance_for(actor, instance_id)
+    """The instance, for a change: only its owner and its project's admins (shared ones are
+    read-only). `lock`: locked for the caller's transaction."""
+    instance = await _instance_for(actor, instance_id, lock=lock)
     if instance is None:
         raise UserErrors.one(field, "No such compute instance.", ErrorCode.NOT_FOUND)
     refusal = _refusal(actor, instance, request)
@@ -423,9 +428,9 @@ def actions(
 async def _request_run(
     actor: Actor, instance_id: str, request: Request, action: RunAction, reason: str | None = None
 ) -> ComputeInstance:
-    found = await _require_own(actor, instance_id, ("id",), request)
     async with _reporting_quota_refusals(), in_transaction():
-        instance = await runs.locked(COMPUTE, found.id)
+        # Read, checked and locked in one statement (a refusal rolls back what is not yet written).
+        instance = await _require_own(actor, instance_id, ("id",), request, lock=True)
         before = instance.status
         try:
             status = states.after_request(request, instance.status)
@@ -437,13 +442,12 @@ async def _request_run(
             # A redeploy of what is deployed asks nothing new: it already holds its quota.
             await QUOTA_CHECK()(instance)
         await runs.write_status(COMPUTE, instance, status, reason)
-        await runs.queue(COMPUTE, instance, action, reason=reason)
-        await runs.announce(COMPUTE, instance)
+        await runs.queue(COMPUTE, instance, action, reason=reason, announced=True)
         await audit.record(
             "ComputeInstance",
             instance.id,
             instance.name,
-            project=found.project,
+            project=instance.project,
             before={"status": before},
             after={"status": instance.status},
         )
@@ -482,8 +486,7 @@ async def delete(actor: Actor, instance_id: str) -> str:
             await runs.write_status(
                 COMPUTE, instance, DeploymentStatus.DESTROYING, "deleting: destroying its resources first"
             )
-            await runs.queue(COMPUTE, instance, RunAction.DESTROY, delete_after=True)
-            await runs.announce(COMPUTE, instance)
+            await runs.queue(COMPUTE, instance, RunAction.DESTROY, delete_after=True, announced=True)
         else:
             await runs.remove(COMPUTE, instance)
     outbox.notify()

@@ -10,7 +10,12 @@ Broker quirks handled here (seen on tansu, the broker of our tests; harmless on 
   `seek_to_end` it reads the partitions' high watermark from a real fetch response and seeks there.
 - tansu does not answer a waiting fetch when data arrives, so a consumer sees about half of
   `fetch_max_wait_ms` as latency: keep it small (10 ms by default; 1 ms halves the latency again
-  at the cost of idle polling).
+  at the cost of idle polling). A short wait means a fetch every few milliseconds while nothing
+  happens, though (an idle process used 8-11% of a core, tansu 10-19%): a consumer that has
+  received nothing for `IDLE_AFTER_SECONDS` long-polls with `idle_fetch_max_wait_ms` (500 ms, as
+  Kafka's own default) until a fetch brings a record again. A real Kafka answers a waiting fetch as
+  soon as a record arrives, so there the long poll costs no latency at all; on tansu the first
+  record after a quiet spell waits for the fetch in flight (up to `idle_fetch_max_wait_ms`).
 - tansu holds a JoinGroup for half the session timeout, so the first assignment and every
   rebalance take about `session_timeout_ms / 2` plus a heartbeat interval (5-8 s with the
   defaults; tests use a 2 s session timeout and a 200 ms heartbeat for ~1-2 s).
@@ -68,6 +73,9 @@ from gpupaas.events.bus import (
 
 log = logging.getLogger("gpupaas.events.kafka")
 
+# A consumer that has received nothing for this long long-polls (`idle_fetch_max_wait_ms`).
+IDLE_AFTER_SECONDS = 2.0
+
 
 def _describe(error: BaseException) -> str:
     if isinstance(error, TimeoutError):
@@ -90,6 +98,7 @@ class KafkaBus:
         partitions: int = 6,
         replication_factor: int = 1,
         fetch_max_wait_ms: int = 10,
+        idle_fetch_max_wait_ms: int = 500,
         request_timeout_ms: int = 10_000,
         session_timeout_ms: int = 10_000,
         heartbeat_interval_ms: int = 3_000,
@@ -101,13 +110,17 @@ class KafkaBus:
         how long the group waits for a silent member before giving its partitions away.
         `assignment_timeout` (seconds): how long a group consumer's start() waits for its
         assignment. `linger_ms` 0: the relay awaits each publish, so lingering only adds latency
-        (concurrent publishes are still batched while a request is in flight)."""
+        (concurrent publishes are still batched while a request is in flight).
+        `idle_fetch_max_wait_ms`: the fetch wait of a consumer that has received nothing for
+        `IDLE_AFTER_SECONDS` (see the module's docstring; not above `fetch_max_wait_ms`: always
+        `fetch_max_wait_ms`)."""
         self.bootstrap_servers = bootstrap_servers
         self.client_id = client_id
         self.idempotence = idempotence
         self.partitions = partitions
         self.replication_factor = replication_factor
         self.fetch_max_wait_ms = fetch_max_wait_ms
+        self.idle_fetch_max_wait_ms = max(idle_fetch_max_wait_ms, fetch_max_wait_ms)
         self.request_timeout_ms = request_timeout_ms
         # How soon a changed partition count (a topic re-created after a broker restart, or grown by
         # an operator) is noticed: consumers rebalance onto the new partitions after this.
@@ -267,6 +280,9 @@ class _KafkaConsumer:
         self._seen: dict[Any, tuple[Any, int]] = {}
         self._consumer: Any = None
         self._state = "new"  # -> "running" -> "stopped"
+        # Until when it fetches with the short wait (it received a record less than
+        # IDLE_AFTER_SECONDS ago, or started that recently); then it long-polls.
+        self._busy_until = 0.0
 
     def _describe_self(self) -> str:
         kind = f"group {self.group!r}" if self.group is not None else "broadcast"
@@ -298,6 +314,7 @@ class _KafkaConsumer:
             consumer.subscribe(list(self.topics))
         self._consumer = consumer
         self._state = "running"
+        self._busy_until = asyncio.get_running_loop().time() + IDLE_AFTER_SECONDS
         bus._consumers.add(self)
         try:
             if self.group is not None:
@@ -398,6 +415,7 @@ class _KafkaConsumer:
         except KafkaError as error:
             raise BusUnavailable(f"reading as the {self._describe_self()}: {_describe(error)}") from error
         firsts = {tp: records[0].offset for tp, records in batches.items() if records}
+        self._pace(consumer, bool(firsts))
         await self._check_positions(consumer, firsts)
         return [
             Message(
@@ -411,6 +429,21 @@ class _KafkaConsumer:
             for records in batches.values()
             for record in records
         ]
+
+    def _pace(self, consumer: Any, received: bool) -> None:
+        """The short fetch wait while records come, the long one once none came for
+        IDLE_AFTER_SECONDS. aiokafka reads its fetch wait for every fetch request it builds (0.14:
+        `Fetcher._fetch_max_wait_ms`), so the next fetch has the new one."""
+        bus = self.bus
+        if bus.idle_fetch_max_wait_ms == bus.fetch_max_wait_ms:
+            return
+        moment = asyncio.get_running_loop().time()
+        if received:
+            self._busy_until = moment + IDLE_AFTER_SECONDS
+        wait = bus.fetch_max_wait_ms if moment < self._busy_until else bus.idle_fetch_max_wait_ms
+        fetcher = getattr(consumer, "_fetcher", None)
+        if fetcher is not None and getattr(fetcher, "_fetch_max_wait_ms", wait) != wait:
+            fetcher._fetch_max_wait_ms = wait
 
     async def _check_positions(self, consumer: Any, read_from: dict[Any, int]) -> None:
         """A position beyond its partition's high watermark (from the last fetch response) can only

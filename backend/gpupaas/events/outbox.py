@@ -29,16 +29,31 @@ async def add_status(instance_id: str, payload: dict[str, Any]) -> OutboxMessage
     """A status event of `payload["projectId"]`'s stream, with the stream's next cursor in its
     payload (`cursor`) and on its row, for subscriptions that resume from a cursor. Inside the
     caller's transaction: the stream stays locked until it commits (see `StatusStream`)."""
+    message = await _status_row(instance_id, payload)
+    await message.save()
+    return message
+
+
+async def add_command_and_status(
+    command_key: str, command: dict[str, Any], status_key: str, status: dict[str, Any]
+) -> None:
+    """`add_command` then `add_status`, the two rows in one INSERT (the command first: the relay
+    publishes in id order, so a worker may take the run before subscribers hear of it, as before)."""
+    rows = [OutboxMessage(topic=COMMANDS_TOPIC, key=command_key, payload=command)]
+    rows.append(await _status_row(status_key, status))
+    await OutboxMessage.bulk_create(rows)
+
+
+async def _status_row(instance_id: str, payload: dict[str, Any]) -> OutboxMessage:
     project_id = str(payload["projectId"])
     cursor = await next_cursor(project_id)
-    message: OutboxMessage = await OutboxMessage.create(
+    return OutboxMessage(
         topic=STATUS_TOPIC,
         key=instance_id,
         payload={**payload, "cursor": cursor},
         project_id=project_id,
         cursor=cursor,
     )
-    return message
 
 
 _NEXT_CURSOR = (

@@ -3,6 +3,15 @@
 With the broker down, rows simply wait (the mutation that wrote them has already succeeded) and
 the relay retries with backoff. On PostgreSQL several relays (one per `gpupaas serve`) share the
 work: each claims rows with FOR UPDATE SKIP LOCKED. Sent rows are swept after a while.
+
+Two statements a batch: one claims the pending rows and returns them (`UPDATE ... RETURNING`), one
+marks what was published sent. The marks of batches that follow each other closely (a deploy
+commits three times within milliseconds) are written together, `mark_delay` after the last one:
+until then the rows stay claimed, so no relay publishes them again, and a relay that dies first
+leaves them to be published again once its claim expires (at least once, as before).
+
+The relay is woken by `outbox.notify()` after each commit of this process; the poll is for rows
+written where no relay runs (a CLI command) and for claims of relays that died, so it can be slow.
 """
 
 from __future__ import annotations
@@ -16,15 +25,18 @@ import socket
 import uuid
 from datetime import UTC, datetime, timedelta
 
-from tortoise.expressions import Q
-from tortoise.transactions import in_transaction
-
-from gpupaas.events import outbox
+from gpupaas.events import outbox, sql
 from gpupaas.events.bus import COMMANDS_TOPIC, DEAD_LETTER_TOPIC, STATUS_TOPIC, Bus, BusUnavailable
 from gpupaas.events.models import OutboxMessage
 
 log = logging.getLogger("gpupaas.relay")
 TOPICS = (COMMANDS_TOPIC, STATUS_TOPIC, DEAD_LETTER_TOPIC)
+
+_CLAIM = (
+    "UPDATE outbox SET claimed_by = ?, claimed_until = ? WHERE id IN (SELECT id FROM outbox "
+    "WHERE sent_at IS NULL AND (claimed_until IS NULL OR claimed_until <= ?) ORDER BY id LIMIT ?{lock}) "
+    "RETURNING *"
+)
 
 
 class Relay:
@@ -32,12 +44,13 @@ class Relay:
         self,
         bus: Bus,
         *,
-        poll_seconds: float = 0.5,
+        poll_seconds: float = 2.0,
         batch: int = 200,
         keep_sent: timedelta = timedelta(hours=1),
         keep_status: timedelta = timedelta(hours=24),
         max_backoff_seconds: float = 5.0,
         claim_for: timedelta = timedelta(seconds=60),
+        mark_delay: float = 0.05,
     ) -> None:
         self.bus = bus
         self.claim_for = claim_for
@@ -47,6 +60,10 @@ class Relay:
         self.keep_sent = keep_sent
         self.keep_status = keep_status
         self.max_backoff_seconds = max_backoff_seconds
+        self.mark_delay = mark_delay
+        # Published, not yet marked sent (still claimed by this relay), and since when.
+        self._unmarked: list[int] = []
+        self._unmarked_since = 0.0
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._last_sweep = datetime.now(UTC)
@@ -62,16 +79,22 @@ class Relay:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+        try:  # what was published is not published again by another relay after the claim expires
+            await self._mark_sent()
+        except Exception:
+            log.exception("could not mark published outbox rows sent; they will be published again")
 
     async def _run(self) -> None:
         backoff = 0.0
         while True:
             self._wake.clear()
             try:
-                sent = await self.publish_pending()
+                sent = await self._publish_batch()
                 backoff = 0.0
                 if sent >= self.batch:
                     continue  # more are waiting
+                if await self._linger():
+                    continue  # more came meanwhile: publish them first, mark them all together
                 await self._sweep()
             except BusUnavailable as error:
                 backoff = min(self.max_backoff_seconds, max(0.1, backoff * 2))
@@ -89,51 +112,67 @@ class Relay:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=self.poll_seconds)
 
-    async def publish_pending(self) -> int:
-        """Publishes one batch of pending rows; returns how many were sent.
+    async def _linger(self) -> bool:
+        """Rows published but not marked sent: wait up to `mark_delay` for more (True: woken, the
+        marks wait for the next batch, unless they have waited `batch` rows or 10 x `mark_delay`
+        already), else mark them sent now."""
+        if not self._unmarked:
+            return False
+        loop = asyncio.get_running_loop()
+        overdue = loop.time() - self._unmarked_since >= 10 * self.mark_delay
+        if not overdue and len(self._unmarked) < self.batch:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=self.mark_delay)
+            if self._wake.is_set():
+                return True
+        await self._mark_sent()
+        return False
 
-        Rows are claimed in a short transaction and published outside it: no database lock is
-        held while the broker is slow or down (on SQLite that lock would stop every request).
+    async def publish_pending(self) -> int:
+        """Publishes one batch of pending rows and marks them sent; returns how many were sent."""
+        try:
+            return await self._publish_batch()
+        finally:
+            await self._mark_sent()
+
+    async def _publish_batch(self) -> int:
+        """Claims and publishes one batch; returns how many were published (marked later).
+
+        Rows are claimed in one statement and published outside any transaction: no database lock
+        is held while the broker is slow or down (on SQLite that lock would stop every request).
         A claim expires, so rows claimed by a relay that died are taken by another. The rows
-        published before a broker failure are marked sent before the failure is raised."""
+        published before a broker failure stay to be marked sent; the others are given back."""
         rows = await self._claim()
-        failure: BusUnavailable | None = None
-        sent: list[int] = []
-        for row in rows:
+        for index, row in enumerate(rows):
             try:
                 await self.bus.publish(row.topic, row.key, json.dumps(row.payload).encode())
             except BusUnavailable as error:
-                failure = error
                 await OutboxMessage.filter(id=row.id).update(attempts=row.attempts + 1, last_error=str(error))
-                break
-            sent.append(row.id)
-        if sent:
-            await OutboxMessage.filter(id__in=sent).update(sent_at=datetime.now(UTC), claimed_until=None)
-        unsent = [row.id for row in rows if row.id not in set(sent)]
-        if unsent:
-            await OutboxMessage.filter(id__in=unsent, claimed_by=self.name).update(
-                claimed_by=None, claimed_until=None
-            )
-        if failure is not None:
-            raise failure
-        return len(sent)
+                unsent = [r.id for r in rows[index:]]
+                await OutboxMessage.filter(id__in=unsent, claimed_by=self.name).update(
+                    claimed_by=None, claimed_until=None
+                )
+                await self._mark_sent()
+                raise
+            if not self._unmarked:
+                self._unmarked_since = asyncio.get_running_loop().time()
+            self._unmarked.append(row.id)
+        return len(rows)
+
+    async def _mark_sent(self) -> None:
+        if not self._unmarked:
+            return
+        ids, self._unmarked = self._unmarked, []
+        await OutboxMessage.filter(id__in=ids).update(sent_at=datetime.now(UTC), claimed_until=None)
 
     async def _claim(self) -> list[OutboxMessage]:
+        """The oldest pending rows (unsent, and unclaimed or their claim expired), claimed by this
+        relay and returned in one statement, in id order."""
         moment = datetime.now(UTC)
-        async with in_transaction():
-            rows: list[OutboxMessage] = (
-                await OutboxMessage.filter(
-                    Q(sent_at=None) & (Q(claimed_until=None) | Q(claimed_until__lte=moment))
-                )
-                .order_by("id")
-                .limit(self.batch)
-                .select_for_update(skip_locked=True)
-            )
-            if rows:
-                await OutboxMessage.filter(id__in=[r.id for r in rows]).update(
-                    claimed_by=self.name, claimed_until=moment + self.claim_for
-                )
-        return rows
+        lock = "" if sql.dialect(OutboxMessage) == "sqlite" else " FOR UPDATE SKIP LOCKED"
+        values = [self.name, moment + self.claim_for, moment, self.batch]
+        rows = await sql.objects(OutboxMessage, _CLAIM.format(lock=lock), values)
+        return sorted(rows, key=lambda row: row.id)
 
     async def _sweep(self) -> None:
         moment = datetime.now(UTC)

@@ -23,17 +23,17 @@ from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import Any, TypeVar, cast
 
-from tortoise.expressions import Q
+from tortoise.expressions import F, Q
+from tortoise.functions import Coalesce
 from tortoise.transactions import in_transaction
 
-from gpupaas.accounts.models import Project
 from gpupaas.core.errors import ErrorCode, UserErrors
 from gpupaas.core.ids import parse_id
-from gpupaas.events import outbox
+from gpupaas.events import outbox, sql
 from gpupaas.metering import meter
 from gpupaas.runs.kinds import Claimed, RunKind, Subject
 from gpupaas.runs.models import DeploymentRun
-from gpupaas.runs.states import FINISHED_RUNS, RunAction, RunStatus
+from gpupaas.runs.states import RunAction, RunStatus
 from gpupaas.webhooks import service as webhooks
 
 S = TypeVar("S", bound=Subject)
@@ -54,6 +54,13 @@ async def locked(kind: RunKind[S], subject_id: uuid.UUID) -> S:
     return cast(S, await kind.model.select_for_update().get(id=subject_id))
 
 
+async def _locked_with_project(kind: RunKind[S], subject_id: uuid.UUID) -> S:
+    """`locked`, with the subject's project read in the same statement (only the subject locked)."""
+    table = kind.model._meta.db_table
+    found = await kind.model.select_for_update(of=(table,)).select_related("project").get(id=subject_id)
+    return cast(S, found)
+
+
 async def write_status(
     kind: RunKind[S],
     subject: S,
@@ -67,10 +74,34 @@ async def write_status(
     CONFLICT. `columns` are written in the same statement (a drift flag, the outputs). The usage
     meter follows the status in the same transaction (`_meter`); `recovered`: the cluster brought
     back what was deployed (drift), which is metered at the size last deployed."""
+    if not await _write_status(kind, subject, status, message, recovered=recovered, **columns):
+        raise UserErrors.one(
+            ("id",),
+            f"the {kind.noun} was changed by another request at the same moment: look again and retry",
+            ErrorCode.CONFLICT,
+        )
+
+
+async def _write_status(
+    kind: RunKind[S],
+    subject: S,
+    status: Enum,
+    message: str | None,
+    *,
+    recovered: bool = False,
+    unchanged: bool = False,
+    **columns: Any,
+) -> bool:
+    """`write_status`, False instead of a CONFLICT. `unchanged`: only if the row is still as the
+    caller read it, its `updated_at` too (every write moves one or the other; a sharing change
+    moves only `updated_at`), so that `subject` may stand for a locked read of it."""
     version = subject.version
     previous = subject.status
     moment = now()
-    changed = await kind.model.filter(id=subject.id, version=version).update(
+    condition: dict[str, Any] = {"id": subject.id, "version": version}
+    if unchanged:
+        condition["updated_at"] = subject.updated_at
+    changed = await kind.model.filter(**condition).update(
         **{
             "status": status,
             "status_message": message,
@@ -81,16 +112,14 @@ async def write_status(
         }
     )
     if not changed:
-        raise UserErrors.one(
-            ("id",),
-            f"the {kind.noun} was changed by another request at the same moment: look again and retry",
-            ErrorCode.CONFLICT,
-        )
+        return False
     for name, value in {"status": status, "status_message": message, "drifted": False, **columns}.items():
         setattr(subject, name, value)
     subject.version = version + 1
+    subject.updated_at = moment
     await _meter(kind, subject, previous, moment, recovered)
     await _publish(kind, subject, status, message)
+    return True
 
 
 async def _meter(kind: RunKind[S], subject: S, previous: Enum, moment: datetime, recovered: bool) -> None:
@@ -138,15 +167,26 @@ async def remove(kind: RunKind[S], subject: S) -> None:
 
 
 async def queue(
-    kind: RunKind[S], subject: S, action: RunAction, *, delete_after: bool = False, reason: str | None = None
+    kind: RunKind[S],
+    subject: S,
+    action: RunAction,
+    *,
+    delete_after: bool = False,
+    reason: str | None = None,
+    announced: bool = False,
 ) -> DeploymentRun:
     """A new QUEUED run of the subject and its command; `reason`: why, when no person asked for it
-    (the scheduler's "auto-stop after 4h")."""
+    (the scheduler's "auto-stop after 4h"). `announced`: with the subject's status event too
+    (`announce`), both outbox rows in one statement."""
     run: DeploymentRun = await DeploymentRun.create(
         **kind.run_fields(subject), action=action, delete_after=delete_after, queued_at=now(), reason=reason
     )
     key, payload = kind.command(run)
-    await outbox.add_command(key, payload)
+    if announced:
+        status = await kind.status_event(subject, deleted=False)
+        await outbox.add_command_and_status(key, payload, str(subject.id), status)
+    else:
+        await outbox.add_command(key, payload)
     return run
 
 
@@ -154,28 +194,24 @@ async def queue(
 
 
 async def _take(kind: RunKind[S], run_id: uuid.UUID, worker: str, lease: timedelta) -> DeploymentRun | None:
-    """Inside the caller's transaction: the run, now RUNNING under `worker`'s lease, when it is the
-    kind's and was queued, or its worker stopped renewing the lease; None otherwise."""
+    """The run, now RUNNING under `worker`'s lease, when it is the kind's and was queued, or its
+    worker stopped renewing the lease; None otherwise. One conditional UPDATE that returns the row:
+    of two workers that race for it, one takes it."""
     moment = now()
-    run = await DeploymentRun.select_for_update().get_or_none(id=run_id)
-    if run is None or run.status in FINISHED_RUNS or not kind.owns(run):
-        return None
-    if run.status == RunStatus.RUNNING and run.lease_expires_at and run.lease_expires_at > moment:
-        return None
-    taken = await DeploymentRun.filter(
-        Q(id=run_id)
-        & (Q(status=RunStatus.QUEUED) | Q(status=RunStatus.RUNNING, lease_expires_at__lte=moment))
-    ).update(
-        status=RunStatus.RUNNING,
-        lease_owner=worker,
-        lease_expires_at=moment + lease,
-        started_at=run.started_at or moment,
-        attempts=run.attempts + 1,
+    taken: list[DeploymentRun] = await sql.updated(
+        DeploymentRun.filter(
+            Q(id=run_id)
+            & (Q(status=RunStatus.QUEUED) | Q(status=RunStatus.RUNNING, lease_expires_at__lte=moment)),
+            **kind.runs_filter(),
+        ).update(
+            status=RunStatus.RUNNING,
+            lease_owner=worker,
+            lease_expires_at=moment + lease,
+            started_at=Coalesce("started_at", moment),
+            attempts=F("attempts") + 1,
+        )
     )
-    if not taken:
-        return None
-    taken_run: DeploymentRun = await DeploymentRun.get(id=run_id)
-    return taken_run
+    return taken[0] if taken else None
 
 
 async def _busy(kind: RunKind[S], run_id: uuid.UUID) -> bool:
@@ -208,8 +244,8 @@ async def claim(kind: RunKind[S], run_id: str, worker: str, lease: timedelta) ->
         run = await _take(kind, rid, worker, lease)
         if run is None:
             return None
-        subject = await locked(kind, kind.subject_id(run))
-        project = await Project.get(id=subject.project_id)
+        subject = await _locked_with_project(kind, kind.subject_id(run))
+        project = subject.project  # type: ignore[attr-defined]  # both kinds' models have it
         superseded = kind.superseded(subject, run)
         started = kind.started(run.action)
         if not superseded and subject.status != started:
@@ -256,37 +292,60 @@ async def finish(
     applied: list[dict[str, Any]] | None = None,
     canceled: bool = False,
     observe: RunObserver | None = None,
+    claimed: S | None = None,
 ) -> bool:
     """Ends the run (keeping the objects the driver applied) and moves its subject on, or removes
     it after a delete. A run its subject went on without ends without a status change
     (`canceled`: it did nothing). False when another worker took the run meanwhile (its lease had
     expired): that worker's result stands. `observe` is told the run's action, outcome and
-    duration once it is committed (the worker's metrics)."""
+    duration once it is committed (the worker's metrics). `claimed`: the subject as `claim` gave
+    it (saves reading it again when nothing changed it since)."""
+    ending = RunStatus.SUCCEEDED if succeeded else RunStatus.FAILED
+    run_columns: dict[str, Any] = {
+        "status": RunStatus.CANCELED if canceled else ending,
+        "message": message,
+        "lease_expires_at": None,
+    }
+    if applied is not None:
+        run_columns["applied"] = applied
     async with in_transaction():
-        run = await DeploymentRun.select_for_update().get_or_none(id=run_id)
-        if run is None or run.status != RunStatus.RUNNING or run.lease_owner != worker:
+        # Ended only while it is still this worker's: one conditional UPDATE that returns the row.
+        ended = now()
+        found: list[DeploymentRun] = await sql.updated(
+            DeploymentRun.filter(id=run_id, status=RunStatus.RUNNING, lease_owner=worker).update(
+                **run_columns, finished_at=ended
+            )
+        )
+        if not found:
             return False
-        if canceled:
-            run.status = RunStatus.CANCELED
-        else:
-            run.status = RunStatus.SUCCEEDED if succeeded else RunStatus.FAILED
-        run.message = message
-        run.finished_at = ended = now()
-        run.lease_expires_at = None
-        fields = ["status", "message", "finished_at", "lease_expires_at"]
-        if applied is not None:
-            run.applied = applied
-            fields.append("applied")
-        await run.save(update_fields=fields)
-        subject = await locked(kind, kind.subject_id(run))
+        run = found[0]
         removed = succeeded and not canceled and run.delete_after
-        if removed:
-            await remove(kind, subject)
-        elif not kind.superseded(subject, run):
-            status = kind.succeeded(run.action) if succeeded else kind.failed_after(run.action)
-            columns = kind.result_fields(subject, run, succeeded, outputs)
-            await write_status(kind, subject, status, message, **columns)
+        status = kind.succeeded(run.action) if succeeded else kind.failed_after(run.action)
+        # The subject as the claim left it, if nothing changed it since: written without reading
+        # it again (the write is conditional on that); otherwise locked and read as it is now.
+        if (
+            claimed is not None
+            and not removed
+            and not kind.superseded(claimed, run)
+            and await _write_status(
+                kind,
+                claimed,
+                status,
+                message,
+                unchanged=True,
+                **kind.result_fields(claimed, run, succeeded, outputs),
+            )
+        ):
+            subject = claimed
             await announce(kind, subject)
+        else:
+            subject = await locked(kind, kind.subject_id(run))
+            if removed:
+                await remove(kind, subject)
+            elif not kind.superseded(subject, run):
+                columns = kind.result_fields(subject, run, succeeded, outputs)
+                await write_status(kind, subject, status, message, **columns)
+                await announce(kind, subject)
         if kind.one_at_a_time and not removed:
             await _republish_waiting(kind, subject.id)
     outbox.notify()

@@ -88,10 +88,16 @@ class ProgressWriter:
     several steps within milliseconds (a fast apply, the simulated cluster at zero delay) costs one
     write instead of one per step; what a person watching sees is the same."""
 
-    def __init__(self, write: Callable[[str], Awaitable[None]], interval: float) -> None:
+    def __init__(
+        self, write: Callable[[str], Awaitable[None]], interval: float, *, first_after: float = 0.0
+    ) -> None:
+        """`first_after`: the first line waits this long too (a run that ends sooner writes no
+        progress at all: its final message follows at once)."""
         self._write = write
         self._interval = interval
         self._last = -math.inf
+        if first_after > 0:
+            self._last = asyncio.get_running_loop().time() + first_after - interval
         self._pending: str | None = None
         self._trailing: asyncio.Task[None] | None = None
 
@@ -382,6 +388,7 @@ class Worker:
             outputs=outputs,
             applied=outcome.applied,
             observe=self._observe,
+            claimed=claimed.subject,
         )
 
     def _observe(self, action: str, outcome: str, seconds: float) -> None:
@@ -393,7 +400,11 @@ class Worker:
     ) -> Outcome:
         """`_attempts` while a heartbeat renews the run's lease and progress lines are written."""
         interval = self.settings.progress_interval_seconds
-        progress = ProgressWriter(lambda text: runs.report_progress(run.id, self.name, text), interval)
+        # The first line waits an interval too: a run done within it (a simulated apply at zero
+        # delay, a quick destroy) costs no progress write.
+        progress = ProgressWriter(
+            lambda text: runs.report_progress(run.id, self.name, text), interval, first_after=interval
+        )
         heartbeat = asyncio.create_task(self._heartbeat(run.id))
         try:
             return await self._attempts(run, make_plan, progress)
