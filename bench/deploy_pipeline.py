@@ -40,7 +40,16 @@ from typing import Any
 
 import httpx
 import websockets
-from harness import BenchError, GraphQL, base_env, free_port, scratch_database, tail, terminate_on_sigterm
+from harness import (
+    BenchError,
+    GraphQL,
+    base_env,
+    free_port,
+    scratch_database,
+    status_events,
+    tail,
+    terminate_on_sigterm,
+)
 
 HOST = "127.0.0.1"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -301,21 +310,7 @@ class Events:
 
     async def read(self) -> None:
         try:
-            async for raw in self.ws:
-                moment = time.perf_counter()
-                message = json.loads(raw)
-                kind = message.get("type")
-                if kind == "ping":
-                    await self.ws.send(json.dumps({"type": "pong"}))
-                    continue
-                if kind in ("error", "complete"):
-                    raise BenchError(f"the subscription ended: {message}")
-                if kind != "next":
-                    continue
-                payload = message["payload"]
-                if payload.get("errors"):
-                    raise BenchError(f"subscription errors: {payload['errors']}")
-                event = payload["data"]["computeInstanceEvents"]
+            async for moment, event in status_events(self.ws, "computeInstanceEvents", time.perf_counter):
                 self.count += 1
                 instance_id, status = event["instance"]["id"], event["status"]
                 self.seen.setdefault(instance_id, {}).setdefault(status, moment)
@@ -329,7 +324,6 @@ class Events:
                     future = self.waiters.get(instance_id)
                     if future is not None and not future.done():
                         future.set_result(None)
-            raise BenchError("the websocket closed")
         except asyncio.CancelledError:
             raise
         except BaseException as error:

@@ -6,12 +6,13 @@ folder (run as `python bench/<name>.py`)."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
 import subprocess
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,33 @@ children: list[subprocess.Popen[bytes]] = []  # processes started, stopped on an
 
 class BenchError(RuntimeError):
     """The benchmark could not run to the end; the message says why."""
+
+
+async def status_events(
+    ws: Any, field: str, clock: Callable[[], float]
+) -> AsyncIterator[tuple[float, dict[str, Any]]]:
+    """The events of the status subscription `field` on a graphql-transport-ws socket, each with
+    `clock()` when it was read: pings answered, the SNAPSHOT it starts with skipped, and a
+    BenchError when the subscription ends, errs or the socket closes."""
+    async for raw in ws:
+        received = clock()
+        message = json.loads(raw)
+        kind = message.get("type")
+        if kind == "ping":
+            await ws.send(json.dumps({"type": "pong"}))
+            continue
+        if kind in ("error", "complete"):
+            raise BenchError(f"the subscription ended: {message}")
+        if kind != "next":
+            continue
+        payload = message["payload"]
+        if payload.get("errors"):
+            raise BenchError(f"subscription errors: {payload['errors']}")
+        event = payload["data"][field]
+        if event.get("source") == "SNAPSHOT":
+            continue
+        yield received, event
+    raise BenchError("the websocket closed")
 
 
 def free_port() -> int:

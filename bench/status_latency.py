@@ -55,6 +55,7 @@ from harness import (  # noqa: E402
     GraphQL,
     base_env,
     cpu_seconds,
+    status_events,
     stop_all_children,
     tail,
     terminate_on_sigterm,
@@ -313,23 +314,7 @@ class Events:
 
     async def read(self) -> None:
         try:
-            async for raw in self.ws:
-                received = time.time()
-                message = json.loads(raw)
-                kind = message.get("type")
-                if kind == "ping":
-                    await self.ws.send(json.dumps({"type": "pong"}))
-                    continue
-                if kind in ("error", "complete"):
-                    raise BenchError(f"the subscription ended: {message}")
-                if kind != "next":
-                    continue
-                payload = message["payload"]
-                if payload.get("errors"):
-                    raise BenchError(f"subscription errors: {payload['errors']}")
-                event = payload["data"]["computeInstanceEvents"]
-                if event["source"] == "SNAPSHOT":
-                    continue
+            async for received, event in status_events(self.ws, "computeInstanceEvents", time.time):
                 self.count += 1
                 key = (event["instance"]["id"], event["status"])
                 future = self.waiters.pop(key, None)
@@ -338,7 +323,6 @@ class Events:
                     future.set_result(arrival)
                 elif event["status"] == "FAILED":
                     self.unexpected.append(f"{event['instance']['name']} FAILED: {event['message']}")
-            raise BenchError("the websocket closed")
         except asyncio.CancelledError:
             raise
         except BaseException as error:
