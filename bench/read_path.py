@@ -1109,6 +1109,41 @@ async def measure(args: argparse.Namespace, workdir: Path) -> int:
 # ------------------------------------------------------------------------------------ report
 
 
+# Issue 19's goals P1: uncached (GPUPAAS_RESPONSE_CACHE=false) at least this share of the raw
+# handler's requests per second for both queries and a 1-connection p50 of at most this; cached, at
+# least this share.
+UNCACHED_RATIO_GOAL = 0.25
+UNCACHED_P50_GOAL_MS = 15.0
+CACHED_RATIO_GOAL = 2.0
+
+
+def print_goals(runs: list[Any], args: argparse.Namespace) -> None:
+    """Each goal of P1 that this run's settings measure, met or not (the lowest ratio over phases and
+    connection counts; the p50 of one connection, repeated phase)."""
+    setting = args.server_env.get("GPUPAAS_RESPONSE_CACHE", "true").strip().lower()
+    cached = setting not in {"false", "0", "no", "off"}
+    goal = CACHED_RATIO_GOAL if cached else UNCACHED_RATIO_GOAL
+    by_cell = {(r.phase, r.request, r.concurrency, r.server): r.result for r in runs}
+    print("\ngoals (issue 19, P1, " + ("cached" if cached else "uncached") + "):")
+    for request in REQUESTS:
+        ratios = []
+        for (phase, key, concurrency, server), result in by_cell.items():
+            raw = by_cell.get((phase, key, concurrency, "raw"))
+            if key == request.key and server == "GraphQL" and raw and raw["rps"]:
+                ratios.append(result["rps"] / raw["rps"])
+        if ratios:
+            low = min(ratios)
+            verdict = "met" if low >= goal else "NOT met"
+            print(f"  {request.label}: GraphQL / raw >= {goal:g}: {low:.3f} at the lowest, {verdict}")
+        one = by_cell.get(("repeated", request.key, 1, "GraphQL"))
+        if not cached and one is not None:
+            verdict = "met" if one["p50"] <= UNCACHED_P50_GOAL_MS else "NOT met"
+            print(
+                f"  {request.label}: 1-connection p50 <= {UNCACHED_P50_GOAL_MS:g} ms: "
+                f"{one['p50']:.1f} ms, {verdict}"
+            )
+
+
 def report(
     runs: list[Run], references: dict[str, Reference], seeded: Seeded, args: argparse.Namespace
 ) -> int:
@@ -1218,6 +1253,7 @@ def report(
         f"process per run, {'/'.join(loops)} loop, HTTP/1.1 keep-alive; {args.warmup:g}s warm-up + "
         f"{args.seconds:g}s measured per run; {os.cpu_count()} CPUs"
     )
+    print_goals(runs, args)
     failed = 0
     for r in runs:
         if r.result["errors"]:

@@ -52,6 +52,7 @@ def test_read_path_runs() -> None:
     )
     assert "GraphQL / raw, requests per second" in output, output[-2000:]
     assert "errors 0" in output
+    assert "goals (issue 19, P1, cached):" in output and "at the lowest," in output, output[-2000:]
 
 
 def test_scale_runs() -> None:
