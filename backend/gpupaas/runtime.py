@@ -16,6 +16,7 @@ from datetime import timedelta
 
 from gpupaas.audit.service import AuditPurger
 from gpupaas.core.metrics import Metrics
+from gpupaas.events import outbox
 from gpupaas.events.broadcast import StatusBroadcaster
 from gpupaas.events.bus import Bus
 from gpupaas.events.relay import TOPICS, Relay
@@ -169,6 +170,7 @@ class Runtime:
         if self.scheduler is not None:
             await self.scheduler.start()
         if self.endpoints is not None:
+            outbox.register(self.endpoints.woken)  # a commit here may start or stop a service
             await self.endpoints.start()
         await self.relay.start()
         await self.webhooks.start()
@@ -182,6 +184,8 @@ class Runtime:
         if not self._started:
             return
         self._started = False
+        if self.endpoints is not None:
+            outbox.unregister(self.endpoints.woken)
         parts: list[tuple[str, Callable[[], Awaitable[object]] | None]] = [
             ("webhooks", self.webhooks.stop),
             ("audit purger", self.audit_purger.stop),

@@ -37,7 +37,7 @@ async def _choose(page: Any, combobox: str | re.Pattern[str], option: str) -> No
 
 
 async def _port_open(port: int, timeout: float = 10.0) -> None:
-    """The simulated endpoints are reconciled every second: wait until the node port answers."""
+    """The simulated endpoints look again within a second of a commit: wait until the node port answers."""
     deadline = time.monotonic() + timeout
     while True:
         try:

@@ -24,8 +24,9 @@ from gpupaas.service_instances.endpoints import wanted_endpoints
 from gpupaas.service_instances.models import ServiceInstance
 from gpupaas.service_instances.states import ServiceStatus
 from gpupaas.settings import Settings
+from tests.conftest import QueryCounter
 from tests.factories import make_instance, make_profile, make_project, platform_actor
-from tests.workers.conftest import fast, wait_status
+from tests.workers.conftest import eventually, fast, wait_status
 
 KEY = "k" * 64
 
@@ -88,7 +89,7 @@ async def test_running_services_of_simulated_clusters_are_served(db: object) -> 
 
 async def test_running_means_the_connect_link_answers(db: object, settings: Settings) -> None:
     # given a worker on the simulated cluster with its endpoints (no delays; the endpoints' own
-    # reconcile loop would take 1 s, so only the driver's open before RUNNING can make it in time)
+    # reconcile loop looks up to 1 s after a commit, so only the driver's open before RUNNING can make it in time)
     chosen = replace(fast(settings), simulated_endpoints=True, secret_key=KEY)
     runtime = Runtime(chosen, run_worker=True, driver=SimulatedDriver(DEFAULT_INVENTORY, phase_seconds=0.0))
     await runtime.start()
@@ -111,5 +112,53 @@ async def test_running_means_the_connect_link_answers(db: object, settings: Sett
         (link,) = await instances.connect(KEY, found, cluster, access_params=True)
         async with httpx.AsyncClient() as http:
             assert (await http.get(link.url)).status_code == 200
+    finally:
+        await runtime.stop()
+
+
+async def test_endpoints_follow_the_commits_of_their_process_not_a_poll(
+    db: object, settings: Settings, count_queries: QueryCounter
+) -> None:
+    """The endpoints look at what is wanted after a commit of their process (outbox.notify()) and
+    every `poll` seconds otherwise: an idle process does not query for them every second, and a
+    deleted service's link stops answering without waiting for the poll."""
+    chosen = replace(fast(settings), simulated_endpoints=True, secret_key=KEY)
+    runtime = Runtime(chosen, run_worker=True, driver=SimulatedDriver(DEFAULT_INVENTORY, phase_seconds=0.0))
+    assert runtime.endpoints is not None
+    runtime.endpoints.interval = 0.05
+    runtime.endpoints.poll = 3600.0  # only a commit here can make them look again
+    await runtime.start()
+    try:
+        project = await make_project("ml")
+        box = await make_instance(project, await make_profile(project), name="box", deploy=True)
+        await wait_status(box.id, DeploymentStatus.SUCCESS)
+        template = await InstanceTemplate.get(name="jupyterlab-pytorch")
+        data = instances.ServiceIn(
+            project="ml", compute_instance=str(box.id), template=str(template.id), name="nb"
+        )
+        service = await instances.create_service(await platform_actor(), data, secret_key=KEY)
+        endpoints = runtime.endpoints
+
+        async def running() -> bool:
+            return (await ServiceInstance.get(id=service.id)).status == ServiceStatus.RUNNING
+
+        async def served() -> bool:
+            return bool(endpoints.ports)
+
+        await eventually(running, what="the service to run")
+        await eventually(served, what="its endpoints to open")
+        opened = endpoints.ports
+
+        async def closed() -> bool:
+            return not any(port in endpoints.ports for port in opened)
+
+        # when nothing is committed for a while, nothing asks what is wanted
+        await asyncio.sleep(0.3)
+        count_queries.statements.clear()
+        await asyncio.sleep(1.0)
+        assert not [s for s in count_queries.statements if "service_instances" in s], count_queries.statements
+        # when the service is deleted (a commit of this process), its endpoint closes soon after
+        await instances.delete_service(await platform_actor(), str(service.id))
+        await eventually(closed, timeout=20, what="the deleted service's endpoint to close")
     finally:
         await runtime.stop()

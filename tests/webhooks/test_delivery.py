@@ -335,6 +335,29 @@ async def test_a_running_dispatcher_sends_at_once_when_woken(
         await runtime.stop()
 
 
+async def test_a_running_dispatcher_retries_when_the_backoff_is_over_without_polling(
+    db: object, settings: Settings, receiver: Receiver
+) -> None:
+    """The dispatcher polls only every `poll_seconds` (10 s), so an idle process does not query
+    every second; a retry it scheduled wakes it when it is due, not at the next poll."""
+    chosen = replace(settings, webhook_allow_private_networks=True, webhook_backoff_seconds=0.2)
+    runtime = Runtime(chosen, run_worker=False)
+    await runtime.start()
+    try:
+        runtime.webhooks.poll_seconds = 3600  # only its own retry time can make it try again
+        receiver.answers = [Answer(status=503)]
+        webhook, _ = await hook_to(f"{receiver.url}/hook")
+        await publish(webhook)
+        outbox.notify()
+        deadline = time.monotonic() + 10
+        while (await WebhookDelivery.get(webhook_id=webhook.id)).status != DeliveryStatus.DELIVERED:
+            assert time.monotonic() < deadline, f"not retried: {len(receiver.requests)} request(s)"
+            await asyncio.sleep(0.01)
+        assert len(receiver.requests) == 2
+    finally:
+        await runtime.stop()
+
+
 async def test_commits_that_queue_no_delivery_do_not_make_the_dispatcher_look(
     db: object, settings: Settings, receiver: Receiver, count_queries: QueryCounter
 ) -> None:

@@ -89,7 +89,7 @@ class Dispatcher:
         *,
         clock: Callable[[], datetime] = _utcnow,
         resolve: netguard.Resolver = netguard.system_resolve,
-        poll_seconds: float = 1.0,
+        poll_seconds: float = 10.0,
         batch: int = 50,
         concurrency: int = 10,
         claim_for: timedelta | None = None,
@@ -110,6 +110,8 @@ class Dispatcher:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._last_sweep: datetime | None = None
+        # The earliest retry this dispatcher scheduled (its own clock), if it is still to come.
+        self._next_retry: datetime | None = None
 
     # ---------------------------------------------------------------- running in the background
 
@@ -159,12 +161,25 @@ class Dispatcher:
                 await asyncio.sleep(1.0)
                 continue
             try:
-                await asyncio.wait_for(self._wake.wait(), timeout=self.poll_seconds)
+                await asyncio.wait_for(self._wake.wait(), timeout=self._wait_seconds())
                 # woken by a commit: only one that queued deliveries here gives something to send
                 # (most commits are status changes of projects without webhooks)
                 look = queued_here() != seen
             except TimeoutError:
                 look = True
+
+    def _wait_seconds(self) -> float:
+        """Until the next poll, or sooner the retry this dispatcher scheduled first (then forgotten:
+        the pass that follows finds every due one, and notes the retries it schedules)."""
+        wait = self.poll_seconds
+        if self._next_retry is not None:
+            wait = min(wait, max(0.0, (self._next_retry - self.clock()).total_seconds()))
+            self._next_retry = None
+        return wait
+
+    def _note_retry(self, at: datetime) -> None:
+        if self._next_retry is None or at < self._next_retry:
+            self._next_retry = at
 
     async def _sweep(self) -> None:
         """Finished deliveries (and their attempts) older than keep_days go, once an hour."""
@@ -256,6 +271,8 @@ class Dispatcher:
                 claimed_by=None,
                 claimed_until=None,
             )
+            if changed and status == DeliveryStatus.PENDING:
+                self._note_retry(next_at)
             if changed:  # else another dispatcher took it over (our claim had expired)
                 await WebhookAttempt.create(
                     delivery_id=row.id,

@@ -4,9 +4,12 @@ up (`Endpoint`). It checks the port's access params as the real server would (Ju
 `?token=`): 200 with a page saying what would run there when they match, 403 when they do not. So
 the Connect links of `make run` work as they would on a cluster.
 
-What should be up is asked of `wanted` every `interval` seconds (the GPU service instances say:
-service_instances/endpoints.py), so endpoints follow services whichever worker started them and
-come back after a restart; one that is no longer wanted closes. A port another program holds is
+What should be up is asked of `wanted` (the GPU service instances say: service_instances/endpoints.py)
+when `woken` is set (the runtime sets it after each commit of its process: `outbox.notify()`), at most
+once every `interval` seconds (a burst of commits costs one look), and every `poll` seconds (10 s)
+for what other processes commit; so endpoints follow services whichever worker started them and come
+back after a restart, and an idle process does not query the database every second. One that is no
+longer wanted closes. A port another program holds is
 skipped (logged) and tried again later. Only loopback is ever bound.
 
 An SSH port's endpoint is a real SSH server (ssh_endpoint.py, `SshServerEndpoint`) that accepts
@@ -70,9 +73,14 @@ Wanted = Callable[[], Awaitable[dict[int, AnyEndpoint]]]
 
 
 class SimulatedEndpoints:
-    def __init__(self, wanted: Wanted, *, interval: float = 1.0, hold: float = 10.0) -> None:
+    def __init__(
+        self, wanted: Wanted, *, interval: float = 1.0, poll: float = 10.0, hold: float = 10.0
+    ) -> None:
         self.wanted = wanted
         self.interval = interval
+        self.poll = poll
+        # Set when something may have changed what is wanted (see the module's docstring).
+        self.woken = asyncio.Event()
         self.hold = hold
         # Node port -> (endpoint, server, the keys an SSH endpoint accepts).
         self._servers: dict[int, tuple[AnyEndpoint, Any, SshKeys | None]] = {}
@@ -99,6 +107,7 @@ class SimulatedEndpoints:
 
     async def _loop(self) -> None:
         while True:
+            self.woken.clear()
             try:
                 await self.reconcile()
             except asyncio.CancelledError:
@@ -106,6 +115,8 @@ class SimulatedEndpoints:
             except Exception:
                 log.exception("reconciling the simulated endpoints failed; retrying")
             await asyncio.sleep(self.interval)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.woken.wait(), timeout=max(0.0, self.poll - self.interval))
 
     async def reconcile(self) -> None:
         wanted = await self.wanted()
