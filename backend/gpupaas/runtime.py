@@ -67,7 +67,8 @@ def worker_settings(settings: Settings) -> WorkerSettings:
         max_attempts=settings.run_max_attempts,
         retry_backoff_seconds=settings.run_retry_backoff_seconds,
         requeue_after=timedelta(seconds=settings.run_requeue_after_seconds),
-        reaper_interval_seconds=max(0.05, min(5.0, settings.run_requeue_after_seconds / 3)),
+        # a third of the requeue time (10 s by default): a stale run waits at most that much more
+        reaper_interval_seconds=max(0.05, min(10.0, settings.run_requeue_after_seconds / 3)),
         concurrency=settings.worker_concurrency,
     )
 
