@@ -87,22 +87,27 @@ async def test_running_services_of_simulated_clusters_are_served(db: object) -> 
     assert endpoints.ports == []
 
 
+async def _start_jupyterlab() -> ServiceInstance:
+    """A JupyterLab service started in a deployed compute instance of project "ml"."""
+    project = await make_project("ml")
+    box = await make_instance(project, await make_profile(project), name="box", deploy=True)
+    await wait_status(box.id, DeploymentStatus.SUCCESS)
+    template = await InstanceTemplate.get(name="jupyterlab-pytorch")
+    data = instances.ServiceIn(
+        project="ml", compute_instance=str(box.id), template=str(template.id), name="nb"
+    )
+    return await instances.create_service(await platform_actor(), data, secret_key=KEY)
+
+
 async def test_running_means_the_connect_link_answers(db: object, settings: Settings) -> None:
     # given a worker on the simulated cluster with its endpoints (no delays; the endpoints' own
-    # reconcile loop looks up to 1 s after a commit, so only the driver's open before RUNNING can make it in time)
+    # reconcile loop looks up to 1 s after a commit: only the driver's open before RUNNING is in time)
     chosen = replace(fast(settings), simulated_endpoints=True, secret_key=KEY)
     runtime = Runtime(chosen, run_worker=True, driver=SimulatedDriver(DEFAULT_INVENTORY, phase_seconds=0.0))
     await runtime.start()
     try:
-        project = await make_project("ml")
-        box = await make_instance(project, await make_profile(project), name="box", deploy=True)
-        await wait_status(box.id, DeploymentStatus.SUCCESS)
-        template = await InstanceTemplate.get(name="jupyterlab-pytorch")
-        data = instances.ServiceIn(
-            project="ml", compute_instance=str(box.id), template=str(template.id), name="nb"
-        )
         # when a service is started and its status turns RUNNING
-        service = await instances.create_service(await platform_actor(), data, secret_key=KEY)
+        service = await _start_jupyterlab()
         async with asyncio.timeout(30):
             while (found := await ServiceInstance.get(id=service.id)).status != ServiceStatus.RUNNING:
                 assert found.status in (ServiceStatus.PENDING, ServiceStatus.STARTING), found.status_message
@@ -129,14 +134,7 @@ async def test_endpoints_follow_the_commits_of_their_process_not_a_poll(
     runtime.endpoints.poll = 3600.0  # only a commit here can make them look again
     await runtime.start()
     try:
-        project = await make_project("ml")
-        box = await make_instance(project, await make_profile(project), name="box", deploy=True)
-        await wait_status(box.id, DeploymentStatus.SUCCESS)
-        template = await InstanceTemplate.get(name="jupyterlab-pytorch")
-        data = instances.ServiceIn(
-            project="ml", compute_instance=str(box.id), template=str(template.id), name="nb"
-        )
-        service = await instances.create_service(await platform_actor(), data, secret_key=KEY)
+        service = await _start_jupyterlab()
         endpoints = runtime.endpoints
 
         async def running() -> bool:
