@@ -339,8 +339,9 @@ async def test_a_running_dispatcher_retries_when_the_backoff_is_over_without_pol
     db: object, settings: Settings, receiver: Receiver
 ) -> None:
     """The dispatcher polls only every `poll_seconds` (10 s), so an idle process does not query
-    every second; a retry it scheduled wakes it when it is due, not at the next poll."""
-    chosen = replace(settings, webhook_allow_private_networks=True, webhook_backoff_seconds=0.2)
+    every second; a retry it scheduled wakes it when it is due, not at the next poll, even when
+    a commit that queued nothing woke it meanwhile."""
+    chosen = replace(settings, webhook_allow_private_networks=True, webhook_backoff_seconds=0.5)
     runtime = Runtime(chosen, run_worker=False)
     await runtime.start()
     try:
@@ -350,6 +351,10 @@ async def test_a_running_dispatcher_retries_when_the_backoff_is_over_without_pol
         await publish(webhook)
         outbox.notify()
         deadline = time.monotonic() + 10
+        while (await WebhookDelivery.get(webhook_id=webhook.id)).attempts < 1:
+            assert time.monotonic() < deadline, "the first attempt was not made"
+            await asyncio.sleep(0.01)
+        outbox.notify()  # a commit that queued no delivery: the retry stays due
         while (await WebhookDelivery.get(webhook_id=webhook.id)).status != DeliveryStatus.DELIVERED:
             assert time.monotonic() < deadline, f"not retried: {len(receiver.requests)} request(s)"
             await asyncio.sleep(0.01)

@@ -152,6 +152,7 @@ class Dispatcher:
             try:
                 if look:
                     seen = queued_here()
+                    self._next_retry = None  # this pass finds every due one, and notes its retries
                     sent = await self.dispatch_due()
                     if sent >= self.batch:
                         continue  # more are due
@@ -169,12 +170,11 @@ class Dispatcher:
                 look = True
 
     def _wait_seconds(self) -> float:
-        """Until the next poll, or sooner the retry this dispatcher scheduled first (then forgotten:
-        the pass that follows finds every due one, and notes the retries it schedules)."""
+        """Until the next poll, or sooner the first retry this dispatcher scheduled (kept until a
+        pass runs: a wake-up that makes no pass waits for it again)."""
         wait = self.poll_seconds
         if self._next_retry is not None:
             wait = min(wait, max(0.0, (self._next_retry - self.clock()).total_seconds()))
-            self._next_retry = None
         return wait
 
     def _note_retry(self, at: datetime) -> None:
