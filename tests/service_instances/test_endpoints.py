@@ -18,6 +18,7 @@ from gpupaas.provisioning.drivers.simulated.driver import SimulatedDriver
 from gpupaas.provisioning.drivers.simulated.endpoints import SimulatedEndpoints
 from gpupaas.provisioning.inventory import DEFAULT_INVENTORY
 from gpupaas.provisioning.registry import ClusterDriver
+from gpupaas.runs.models import DeploymentRun
 from gpupaas.runtime import Runtime
 from gpupaas.service_instances import service as instances
 from gpupaas.service_instances.endpoints import wanted_endpoints
@@ -143,8 +144,12 @@ async def test_endpoints_follow_the_commits_of_their_process_not_a_poll(
         async def served() -> bool:
             return bool(endpoints.ports)
 
+        async def settled() -> bool:  # its run's last commit is done: nothing else wakes them
+            return not await DeploymentRun.exists(service_id=service.id, finished_at=None)
+
         await eventually(running, what="the service to run")
         await eventually(served, what="its endpoints to open")
+        await eventually(settled, what="the service's run to finish")
         opened = endpoints.ports
 
         async def closed() -> bool:
