@@ -428,7 +428,7 @@ def actions(
 async def _request_run(
     actor: Actor, instance_id: str, request: Request, action: RunAction, reason: str | None = None
 ) -> ComputeInstance:
-    async with _reporting_quota_refusals(), in_transaction():
+    async with _reporting_quota_refusals(), outbox.transaction():  # rows to the relay, claim-free
         # Read, checked and locked in one statement (a refusal rolls back what is not yet written).
         instance = await _require_own(actor, instance_id, ("id",), request, lock=True)
         before = instance.status
@@ -451,7 +451,6 @@ async def _request_run(
             before={"status": before},
             after={"status": instance.status},
         )
-    outbox.notify()
     return instance
 
 

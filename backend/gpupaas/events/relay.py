@@ -12,6 +12,9 @@ leaves them to be published again once its claim expires (at least once, as befo
 
 The relay is woken by `outbox.notify()` after each commit of this process; the poll is for rows
 written where no relay runs (a CLI command) and for claims of relays that died, so it can be slow.
+The rows of an `outbox.transaction()` (a deploy's hot path) need no claim: they were written
+claimed by this relay and are handed to it once committed (`hand`), published first, in the order
+they were committed.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ import logging
 import os
 import socket
 import uuid
+from collections import deque
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from gpupaas.events import outbox, sql
@@ -65,15 +70,19 @@ class Relay:
         self._unmarked: list[int] = []
         self._unmarked_since = 0.0
         self._wake = asyncio.Event()
+        # Whether to claim pending rows on the next pass (woken by `notify`, or the poll), and the
+        # rows handed over by `outbox.transaction()`, claimed already, to publish first.
+        self._claim_due = True
+        self._handed: deque[OutboxMessage] = deque()
         self._task: asyncio.Task[None] | None = None
         self._last_sweep = datetime.now(UTC)
 
     async def start(self) -> None:
-        outbox.register(self._wake)
+        outbox.register_relay(self)
         self._task = asyncio.create_task(self._run(), name="outbox-relay")
 
     async def stop(self) -> None:
-        outbox.unregister(self._wake)
+        outbox.unregister_relay(self)
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -81,22 +90,46 @@ class Relay:
             self._task = None
         try:  # what was published is not published again by another relay after the claim expires
             await self._mark_sent()
+            await self._give_back([row.id for row in self._handed])  # and the rest at once
+            self._handed.clear()
         except Exception:
             log.exception("could not mark published outbox rows sent; they will be published again")
+
+    # What `outbox.transaction()` needs of the relay of its process (outbox.LocalRelay).
+
+    def claim_until(self) -> datetime:
+        """Until when rows written for this relay stay its own."""
+        return datetime.now(UTC) + self.claim_for
+
+    def hand(self, rows: Sequence[OutboxMessage]) -> None:
+        """Committed rows written claimed by this relay: published on its next pass, claim-free."""
+        self._handed.extend(rows)
+        self._wake.set()
+
+    def wake(self) -> None:
+        """Rows were committed unclaimed (`outbox.notify()`): claim and publish them now."""
+        self._claim_due = True
+        self._wake.set()
 
     async def _run(self) -> None:
         backoff = 0.0
         while True:
             self._wake.clear()
             try:
-                sent = await self._publish_batch()
+                await self._publish_handed()
+                sent = 0
+                if self._claim_due:
+                    self._claim_due = False
+                    sent = await self._publish_batch()
                 backoff = 0.0
                 if sent >= self.batch:
+                    self._claim_due = True
                     continue  # more are waiting
                 if await self._linger():
                     continue  # more came meanwhile: publish them first, mark them all together
                 await self._sweep()
             except BusUnavailable as error:
+                self._claim_due = True  # what was given back is claimed again, once it is up
                 backoff = min(self.max_backoff_seconds, max(0.1, backoff * 2))
                 log.warning("broker unavailable, outbox rows wait (retry in %.1fs): %s", backoff, error)
                 await asyncio.sleep(backoff)
@@ -109,8 +142,10 @@ class Relay:
                 log.exception("outbox relay failed; retrying")
                 await asyncio.sleep(1.0)
                 continue
-            with contextlib.suppress(TimeoutError):
+            try:
                 await asyncio.wait_for(self._wake.wait(), timeout=self.poll_seconds)
+            except TimeoutError:
+                self._claim_due = True
 
     async def _linger(self) -> bool:
         """Rows published but not marked sent: wait up to `mark_delay` for more (True: woken, the
@@ -131,7 +166,7 @@ class Relay:
     async def publish_pending(self) -> int:
         """Publishes one batch of pending rows and marks them sent; returns how many were sent."""
         try:
-            return await self._publish_batch()
+            return await self._publish_handed() + await self._publish_batch()
         finally:
             await self._mark_sent()
 
@@ -142,22 +177,38 @@ class Relay:
         is held while the broker is slow or down (on SQLite that lock would stop every request).
         A claim expires, so rows claimed by a relay that died are taken by another. The rows
         published before a broker failure stay to be marked sent; the others are given back."""
-        rows = await self._claim()
+        return await self._publish(await self._claim())
+
+    async def _publish_handed(self) -> int:
+        """Publishes the rows handed over (`hand`), in the order they came; returns how many."""
+        if not self._handed:
+            return 0
+        rows = list(self._handed)
+        self._handed.clear()
+        return await self._publish(rows)
+
+    async def _publish(self, rows: list[OutboxMessage]) -> int:
         for index, row in enumerate(rows):
             try:
                 await self.bus.publish(row.topic, row.key, json.dumps(row.payload).encode())
             except BusUnavailable as error:
                 await OutboxMessage.filter(id=row.id).update(attempts=row.attempts + 1, last_error=str(error))
-                unsent = [r.id for r in rows[index:]]
-                await OutboxMessage.filter(id__in=unsent, claimed_by=self.name).update(
-                    claimed_by=None, claimed_until=None
-                )
+                # The rest are given back, with any handed over meanwhile: claimed again later.
+                await self._give_back([r.id for r in rows[index:]] + [r.id for r in self._handed])
+                self._handed.clear()
                 await self._mark_sent()
                 raise
             if not self._unmarked:
                 self._unmarked_since = asyncio.get_running_loop().time()
             self._unmarked.append(row.id)
         return len(rows)
+
+    async def _give_back(self, ids: list[int]) -> None:
+        """Rows this relay claimed and will not publish: any relay may claim them now."""
+        if ids:
+            await OutboxMessage.filter(id__in=ids, claimed_by=self.name).update(
+                claimed_by=None, claimed_until=None
+            )
 
     async def _mark_sent(self) -> None:
         if not self._unmarked:

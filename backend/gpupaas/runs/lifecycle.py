@@ -9,7 +9,8 @@ on every database a status write is conditional on the version read (`write_stat
 
 The functions that take no transaction of their own (`queue`, `write_status`, `announce`, `locked`,
 `remove`) run inside the caller's; the others open one. After a transaction that added outbox rows,
-`outbox.notify()` wakes the relay (and the webhook dispatchers).
+`outbox.notify()` wakes the relay (and the webhook dispatchers); `claim` and `finish`, a deploy's
+hot path, open theirs with `outbox.transaction()`, which hands their rows to the relay instead.
 
 A status write that reaches the kind's healthy or failed status also queues the project's webhook
 deliveries for it (`webhooks.service.publish`), in the same transaction.
@@ -238,7 +239,7 @@ async def claim(kind: RunKind[S], run_id: str, worker: str, lease: timedelta) ->
     rid = parse_id(run_id)
     if rid is None:
         return None
-    async with in_transaction():
+    async with outbox.transaction():  # its rows go to this process's relay, claim-free
         if kind.one_at_a_time and await _busy(kind, rid):
             return None
         run = await _take(kind, rid, worker, lease)
@@ -251,7 +252,6 @@ async def claim(kind: RunKind[S], run_id: str, worker: str, lease: timedelta) ->
         if not superseded and subject.status != started:
             await write_status(kind, subject, started, None)
             await announce(kind, subject)
-    outbox.notify()
     return Claimed(run=run, subject=subject, project_name=project.name, superseded=superseded)
 
 
@@ -308,7 +308,7 @@ async def finish(
     }
     if applied is not None:
         run_columns["applied"] = applied
-    async with in_transaction():
+    async with outbox.transaction():  # its rows go to this process's relay, claim-free
         # Ended only while it is still this worker's: one conditional UPDATE that returns the row.
         ended = now()
         found: list[DeploymentRun] = await sql.updated(
@@ -348,7 +348,6 @@ async def finish(
                 await announce(kind, subject)
         if kind.one_at_a_time and not removed:
             await _republish_waiting(kind, subject.id)
-    outbox.notify()
     if observe is not None:
         started = run.started_at or ended
         observe(run.action.value, run.status.value.lower(), (ended - started).total_seconds())
