@@ -585,7 +585,7 @@ def _event(
 
 
 async def _shown(item: StatusEvent, meta: Meta) -> ComputeInstanceStatusEvent | None:
-    current = await service.instance_of_event(item.instance_id)
+    current = await service.instance_of_event(item)
     return (
         _event(current, item.status, item.message, datetime.fromisoformat(item.at), meta) if current else None
     )

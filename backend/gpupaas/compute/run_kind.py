@@ -14,6 +14,7 @@ from gpupaas.compute.states import DeploymentStatus
 from gpupaas.core import time_limits
 from gpupaas.core.crypto import Sealer
 from gpupaas.core.quantities import parse_quantity
+from gpupaas.events import rows
 from gpupaas.metering.meter import Holding
 from gpupaas.provisioning.plan import INSTANCE_LABEL, Plan
 from gpupaas.provisioning.registry import ClusterTarget
@@ -106,6 +107,8 @@ class ComputeRuns(RunKind[ComputeInstance]):
             "version": subject.version,
             "deleted": deleted,
             "at": now().isoformat(),
+            # The instance as written: its subscribers build their answers from it, unread.
+            "row": None if deleted else rows.dump(subject),
         }
 
     def started(self, action: RunAction) -> DeploymentStatus:

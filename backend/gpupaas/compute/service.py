@@ -38,7 +38,8 @@ from gpupaas.core.hooks import Hook
 from gpupaas.core.ids import parse_id
 from gpupaas.core.pagination import Page, paginate
 from gpupaas.core.search import matching
-from gpupaas.events import outbox
+from gpupaas.events import outbox, rows
+from gpupaas.events.broadcast import StatusEvent
 from gpupaas.metering import meter
 from gpupaas.provisioning.plan import PermanentError
 from gpupaas.runs import lifecycle as runs
@@ -147,10 +148,14 @@ def shared_filter(project: Project) -> Q:
     )
 
 
-async def instance_of_event(instance_id: str) -> ComputeInstance | None:
-    """The instance a status event is about, as it is now (who may see it goes by the event's
-    project and shares, which the broadcaster checked)."""
-    iid = parse_id(instance_id)
+async def instance_of_event(event: StatusEvent) -> ComputeInstance | None:
+    """The instance a status event is about, as the event's transaction wrote it (its row is in the
+    event), or as it is now for an event without one (written before events carried it). Who may
+    see it goes by the event's project and shares, which the broadcaster checked."""
+    if event.row is not None:
+        with contextlib.suppress(KeyError, TypeError, ValueError):  # not a row of this release's
+            return rows.load(ComputeInstance, event.row)
+    iid = parse_id(event.instance_id)
     return await ComputeInstance.get_or_none(id=iid) if iid is not None else None
 
 

@@ -19,7 +19,7 @@ import json
 import logging
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -46,6 +46,9 @@ class StatusEvent:
     # Its place in its project's stream (events/outbox.py `add_status`); None in events written
     # before streams had cursors.
     cursor: int | None = None
+    # The subject's row when the event was written (events/rows.py), so that subscribers need not
+    # read it again; None in events written before they carried it.
+    row: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def parse(cls, payload: dict[str, Any]) -> StatusEvent:
@@ -61,6 +64,7 @@ class StatusEvent:
             at=payload["at"],
             kind=str(payload.get("kind") or "compute"),
             cursor=int(payload["cursor"]) if payload.get("cursor") is not None else None,
+            row=payload["row"] if isinstance(payload.get("row"), dict) else None,
         )
 
     def visible_in(self, project_id: str) -> bool:
