@@ -4,27 +4,28 @@ HTTP, the relay publishing its outbox rows, the worker claiming the run, renderi
 of `computeInstanceEvents`. The in-process bus; SQLite, and PostgreSQL with `--db=postgres`.
 
 Every statement Tortoise sends is filed under the part whose code sent it (from the call stack at
-the moment it is logged), and a failure lists them by part. Before this test the same deploy cost
-42 (mutation 12, relay 9, claim 8, worker 1, finish 9, status event 3); now `PARTS` (30). Issue
-19's goal is 15: what is left, and why each stays:
+the moment it is logged), and a failure lists them by part. Before issue 19 the same deploy cost
+42 (mutation 12, relay 9, claim 8, worker 1, finish 9, status event 3), then 30; now `PARTS` (21).
+Issue 19's goal is 15: what is left, and why each stays:
 
-- mutation (10): the caller (token, user and memberships in one statement; api/), the instance
+- mutation (9): the caller (token, user and memberships in one statement; api/), the instance
   with its project, read and locked in one; the quota check (the project locked, its quotas;
-  quotas/); the conditional status write; the run; the stream's next cursor; the command and the
-  status event in one INSERT; the audit entry (audit/); the data version of the response cache
-  (graphql/).
-- relay (4): one claim per commit that wrote rows (the mutation's, the claim's, the finish's: each
-  is published as soon as it commits, which is the deploy's latency), and one mark for all three.
-- claim (5): the run taken by one conditional `UPDATE ... RETURNING`; the instance locked with its
-  project in one SELECT; the IN_PROGRESS write; its cursor and outbox row.
+  quotas/); the conditional status write; the run; the command and the status event in one INSERT,
+  which also moves the project's stream on to its cursor (events/outbox.py); the audit entry
+  (audit/); the data version of the response cache (graphql/).
+- relay (1): the mark of what it published. The rows of the mutation, the claim and the finish
+  were written claimed by this process's relay and handed to it once committed
+  (`outbox.transaction()`): it publishes them without claiming them.
+- claim (4): the run taken by one conditional `UPDATE ... RETURNING`; the instance locked with its
+  project in one SELECT; the IN_PROGRESS write; its outbox row (with its cursor).
 - worker (1): the cluster the plan goes to (clusters/).
-- finish (7): the run ended by one conditional `UPDATE ... RETURNING`; the SUCCESS write,
+- finish (6): the run ended by one conditional `UPDATE ... RETURNING`; the SUCCESS write,
   conditional on the instance being as the claim left it (its version and `updated_at`), so it is
   not read again (when another request changed it meanwhile, it is locked and read as it is now,
   as before); the usage meter (is an interval open, then the new one; metering/); the project's
-  webhooks (webhooks/); the cursor and outbox row.
-- status event (3): the subscriber's read of the instance for each event (one per event, shared
-  by every subscriber with the same selection; graphql/).
+  webhooks (webhooks/); the outbox row (with its cursor).
+- status event (0): each event carries the instance's row as its transaction wrote it
+  (events/rows.py); subscribers build their answer from it.
 
 Not counted, but listed: the simulated cluster's own tables (they stand for a real cluster's API
 requests), and the periodic loops ("background": reaper, watchdog, scheduler, audit purge, the
