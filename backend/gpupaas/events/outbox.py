@@ -148,7 +148,7 @@ async def transaction() -> AsyncIterator[None]:
     `in_transaction()` and the rows wait for a claim, as `add()`'s do."""
     relay = _relays[0] if _relays else None
     outer = isinstance(OutboxMessage._meta.db, TransactionalDBClient)
-    if relay is None or outer or _handing.get() is not None:
+    if relay is None or outer:  # (inside another `transaction()`, `outer` too)
         async with in_transaction():
             yield
         if not outer:
@@ -163,8 +163,7 @@ async def transaction() -> AsyncIterator[None]:
         _handing.reset(token)
     if written:
         relay.hand(written)
-    for event in _waiters:
-        event.set()
+    _wake_waiters()
 
 
 async def stream_cursor(project_id: str) -> int:
@@ -178,6 +177,10 @@ def notify() -> None:
     whatever else waits for a commit (webhook dispatchers, the simulated cluster's endpoints)."""
     for relay in _relays:
         relay.wake()
+    _wake_waiters()
+
+
+def _wake_waiters() -> None:
     for event in _waiters:
         event.set()
 
