@@ -261,10 +261,18 @@ async def test_the_meter_costs_statements_only_where_it_starts_or_ends(
     await compute.deploy(root, str(instance.id))
     run = await current_run(instance.id)
     await runs.claim(COMPUTE, str(run.id), "w1", LEASE)
-    # the status that starts it: one SELECT of the open interval, one INSERT
+    # the status that starts it: one INSERT, which opens the interval as none is open
     count_queries.statements.clear()
     await runs.finish(COMPUTE, run.id, "w1", succeeded=True, message=None)
-    assert len(metered()) == 2, metered()
+    assert [s.split()[0] for s in metered()] == ["INSERT"], metered()
+    # a redeploy that holds the same: the INSERT does nothing, and one SELECT finds it as it is
+    await compute.deploy(root, str(instance.id))
+    run = await current_run(instance.id)
+    await runs.claim(COMPUTE, str(run.id), "w1", LEASE)
+    count_queries.statements.clear()
+    await runs.finish(COMPUTE, run.id, "w1", succeeded=True, message=None)
+    assert [s.split()[0] for s in metered()] == ["INSERT", "SELECT"], metered()
+    assert await UsageInterval.filter(subject_id=instance.id).count() == 1
     # statuses that keep it going: nothing
     count_queries.statements.clear()
     await compute.destroy(root, str(instance.id))

@@ -8,9 +8,10 @@ Rows come back as the model, converted as Tortoise converts what it reads.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
+from pypika_tortoise.terms import LiteralValue
 from tortoise.models import Model
 
 M = TypeVar("M", bound=Model)
@@ -42,8 +43,20 @@ async def objects(model: type[M], sql: str, values: Sequence[Any] = ()) -> list[
 async def updated(query: Any) -> list[Any]:
     """A Tortoise `Model.filter(...).update(...)` query run with `RETURNING *`: the rows it changed,
     as models, in the one statement (Tortoise's own UPDATE returns a count only)."""
+    return [model for model, _ in await updated_with(query, {})]
+
+
+async def updated_with(query: Any, expressions: Mapping[str, str]) -> list[tuple[Any, dict[str, Any]]]:
+    """`updated`, each row with the values of `expressions` (SQL text by name, evaluated by the same
+    statement on the row as it was written: a subquery on another table, say) as the driver
+    returns them."""
     query._choose_db_if_not_chosen(True)
     query._make_query()
-    sql_text, values = query.query.returning("*").get_parameterized_sql()
+    terms = [LiteralValue(f"({text})", alias=name) for name, text in expressions.items()]
+    sql_text, values = query.query.returning("*", *terms).get_parameterized_sql()
     found = await query._db.execute_query_dict(sql_text, values)
-    return [query.model._init_from_db(**row) for row in found]
+    rows = []
+    for row in found:
+        extra = {name: row.pop(name) for name in expressions}
+        rows.append((query.model._init_from_db(**row), extra))
+    return rows

@@ -6,9 +6,10 @@ a redelivered command or a restarted process replays finds the interval already 
 changes nothing (every call here is idempotent). At most one interval of a subject is open, which
 the database enforces (`UsageInterval.open_subject` is unique).
 
-Cost: a status that starts the meter reads the open interval (one indexed SELECT) and inserts when
-there is none; a status that ends it is one UPDATE (and a SELECT when nothing was open); every other
-status change costs nothing.
+Cost: a status that starts the meter is one INSERT that does nothing when an interval is open (the
+unique `open_subject` says so), then, only then, a SELECT of the open one to compare it; a status
+that ends it is one UPDATE (and a SELECT when nothing was open); every other status change costs
+nothing.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Any
 
+from gpupaas.events import sql
 from gpupaas.metering.models import UsageInterval
 
 
@@ -47,21 +50,43 @@ class Holding:
         )
 
 
+def _columns(subject_id: uuid.UUID, holding: Holding, at: datetime) -> dict[str, Any]:
+    return {
+        "subject_kind": holding.kind,
+        "subject_id": subject_id,
+        "subject_name": holding.name,
+        "project_id": holding.project_id,
+        "owner_id": holding.owner_id,
+        "gpu_count": holding.gpu_count,
+        "gpu_vendor": holding.gpu_vendor,
+        "gpu_model": holding.gpu_model,
+        "cpu_millicores": holding.cpu_millicores,
+        "memory_bytes": holding.memory_bytes,
+        "started_at": at,
+        "open_subject": subject_id,
+    }
+
+
 async def _open(subject_id: uuid.UUID, holding: Holding, at: datetime) -> None:
-    await UsageInterval.create(
-        subject_kind=holding.kind,
-        subject_id=subject_id,
-        subject_name=holding.name,
-        project_id=holding.project_id,
-        owner_id=holding.owner_id,
-        gpu_count=holding.gpu_count,
-        gpu_vendor=holding.gpu_vendor,
-        gpu_model=holding.gpu_model,
-        cpu_millicores=holding.cpu_millicores,
-        memory_bytes=holding.memory_bytes,
-        started_at=at,
-        open_subject=subject_id,
+    await UsageInterval.create(**_columns(subject_id, holding, at))
+
+
+async def _open_unless_open(subject_id: uuid.UUID, holding: Holding, at: datetime) -> bool:
+    """Opens an interval unless the subject has one open, in one statement (`INSERT ... ON CONFLICT
+    DO NOTHING` on the unique `open_subject`, the same text on SQLite and PostgreSQL): whether it
+    opened one."""
+    columns = {"id": uuid.uuid4(), **_columns(subject_id, holding, at)}
+    fields = UsageInterval._meta.fields_map
+    names = ", ".join(f'"{name}"' for name in columns)
+    marks = ", ".join("?" for _ in columns)
+    values = [fields[name].to_db_value(value, UsageInterval) for name, value in columns.items()]
+    opened = await sql.rows(
+        UsageInterval,
+        f"INSERT INTO usage_intervals ({names}) VALUES ({marks}) "  # noqa: S608  # column names are the model's own
+        'ON CONFLICT ("open_subject") DO NOTHING RETURNING "id"',
+        values,
     )
+    return bool(opened)
 
 
 async def _end(row: UsageInterval, at: datetime) -> datetime:
@@ -76,8 +101,10 @@ async def hold(subject_id: uuid.UUID, holding: Holding, at: datetime) -> None:
     """The subject holds `holding` from `at` on: an interval opens when none is open; an open one
     with another size or charge (a resize, a new owner) ends at `at` and the new one starts there;
     the same one stays as it is."""
+    if await _open_unless_open(subject_id, holding, at):
+        return
     current = await UsageInterval.get_or_none(open_subject=subject_id)
-    if current is None:
+    if current is None:  # ended by another transaction since the INSERT saw it
         await _open(subject_id, holding, at)
     elif not holding.matches(current):
         await _open(subject_id, holding, await _end(current, at))

@@ -102,7 +102,7 @@ async def _write_status(
     condition: dict[str, Any] = {"id": subject.id, "version": version}
     if unchanged:
         condition["updated_at"] = subject.updated_at
-    changed = await kind.model.filter(**condition).update(
+    query = kind.model.filter(**condition).update(
         **{
             "status": status,
             "status_message": message,
@@ -112,14 +112,23 @@ async def _write_status(
             **columns,
         }
     )
-    if not changed:
+    hooked = status in (kind.healthy, kind.failed)
+    if hooked:  # the same statement says whether the project has a webhook to tell (`_publish`)
+        written = await sql.updated_with(
+            query, {"webhooks": webhooks.any_enabled_sql(kind.model._meta.db_table)}
+        )
+        if not written:
+            return False
+        any_enabled = bool(written[0][1]["webhooks"])
+    elif not await query:
         return False
     for name, value in {"status": status, "status_message": message, "drifted": False, **columns}.items():
         setattr(subject, name, value)
     subject.version = version + 1
     subject.updated_at = moment
     await _meter(kind, subject, previous, moment, recovered)
-    await _publish(kind, subject, status, message)
+    if hooked:
+        await _publish(kind, subject, status, message, any_enabled)
     return True
 
 
@@ -134,8 +143,11 @@ async def _meter(kind: RunKind[S], subject: S, previous: Enum, moment: datetime,
         await meter.release(subject.id, moment)
 
 
-async def _publish(kind: RunKind[S], subject: S, status: Enum, message: str | None) -> None:
-    """The webhook event of reaching the healthy or the failed status (none for the others)."""
+async def _publish(
+    kind: RunKind[S], subject: S, status: Enum, message: str | None, any_enabled: bool
+) -> None:
+    """The webhook event of reaching the healthy or the failed status (none for the others);
+    `any_enabled`: whether the project has an enabled webhook, as the status write found it."""
     if status == kind.healthy:
         event = kind.success_event
     elif status == kind.failed:
@@ -149,7 +161,7 @@ async def _publish(kind: RunKind[S], subject: S, status: Enum, message: str | No
         "message": message,
         "drifted": subject.drifted,
     }
-    await webhooks.publish(subject.project_id, event, data)
+    await webhooks.publish(subject.project_id, event, data, any_enabled=any_enabled)
 
 
 async def announce(kind: RunKind[S], subject: S, *, deleted: bool = False) -> None:
