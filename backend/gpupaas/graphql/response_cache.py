@@ -3,11 +3,12 @@ changed is answered from memory, without running the resolvers.
 
 An entry is keyed by the operation (query text and operation name), its variables and the
 caller's visibility (user, platform admin or not, and every project role), so an answer never
-crosses users or projects; it is valid for one data version (`DataVersion`, shared by every
-process through the database), which every mutation bumps once it has run (`BumpDataVersion`,
-whatever the transport), so a cached answer is never stale: a read checks the version (one SQL
-statement) before it uses an entry, and stores what it computed under the version it read
-before computing it (a write during the computation bumps past it).
+crosses users or projects; it is valid for one data version (`events.data_version`, shared by
+every process through the database), which every mutation bumps once it has run (`BumpDataVersion`,
+whatever the transport), but those that write nothing a cached field shows (UNCACHED_WRITES), so
+a cached answer is never stale: a read checks the version (one SQL statement) before it uses an
+entry, and stores what it computed under the version it read before computing it (a write during
+the computation bumps past it).
 
 Only queries whose every root field is in CACHEABLE_FIELDS are cached: fields whose answers
 change only through mutations (profiles, templates, the catalog). Compute and service instances
@@ -26,11 +27,10 @@ from typing import Any
 
 from strawberry.extensions import SchemaExtension
 from strawberry.types.graphql import OperationType
-from tortoise.expressions import F
 
 from gpupaas.core.actor import Actor
-from gpupaas.events.models import DataVersion
-from graphql import FieldNode, GraphQLError, OperationDefinitionNode, parse
+from gpupaas.events import data_version
+from graphql import DocumentNode, FieldNode, GraphQLError, OperationDefinitionNode, parse
 
 log = logging.getLogger("gpupaas.graphql.cache")
 
@@ -48,6 +48,22 @@ CACHEABLE_FIELDS = frozenset(
     }
 )
 MAX_ENTRIES = 1024
+# Mutations whose writes no cacheable field shows: an instance's or a service instance's status and
+# its runs (a deploy, a destroy, a start, a stop; the catalog, the profiles and the templates show
+# none of that, and a project's instanceCount moves only when an instance is created or removed).
+# An operation made of them only leaves the data version as it is: a deploy writes one statement
+# less. Every other mutation, a new one too, bumps it. (What a worker removes after a delete bumps
+# it itself: runs.lifecycle.remove.)
+UNCACHED_WRITES = frozenset(
+    {
+        "deployComputeInstance",
+        "destroyComputeInstance",
+        "startServiceInstance",
+        "stopServiceInstance",
+        "restartServiceInstance",
+        "__typename",
+    }
+)
 
 
 @functools.lru_cache(maxsize=512)
@@ -81,14 +97,28 @@ def key_of(query: str, operation_name: str | None, variables: Any, actor: Actor)
 
 
 async def current_version() -> int:
-    values: list[Any] = await DataVersion.filter(id=1).values_list("value", flat=True)
-    return int(values[0]) if values else 0
+    return await data_version.current()
 
 
 async def bump() -> None:
     """After a write: every cached answer of every process is stale."""
-    if not await DataVersion.filter(id=1).update(value=F("value") + 1):
-        await DataVersion.get_or_create(id=1, defaults={"value": 1})
+    await data_version.bump()
+
+
+def root_fields(document: DocumentNode | None, operation_name: str | None) -> frozenset[str] | None:
+    """The root fields of the operation that ran, or None when they are not plain to see (a
+    fragment at the root, no single operation)."""
+    if document is None:
+        return None
+    operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
+    if operation_name is not None:
+        operations = [o for o in operations if o.name is not None and o.name.value == operation_name]
+    if len(operations) != 1:
+        return None
+    selections = operations[0].selection_set.selections
+    if not all(isinstance(s, FieldNode) for s in selections):
+        return None
+    return frozenset(s.name.value for s in selections if isinstance(s, FieldNode))
 
 
 class ResponseCache:
@@ -118,11 +148,16 @@ class ResponseCache:
 
 
 class BumpDataVersion(SchemaExtension):
-    """Bumps the data version once a mutation has run, over HTTP or a websocket alike."""
+    """Bumps the data version once a mutation has run, over HTTP or a websocket alike, unless
+    all it asked was in UNCACHED_WRITES."""
 
     async def on_execute(self) -> AsyncIterator[None]:
         yield
-        if self.execution_context.operation_type == OperationType.MUTATION:
+        context = self.execution_context
+        if context.operation_type == OperationType.MUTATION:
+            fields = root_fields(context.graphql_document, context.operation_name)
+            if fields is not None and fields <= UNCACHED_WRITES:
+                return
             try:
                 await bump()
             except Exception:  # the write happened; a failed bump must not turn it into an error

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from tortoise.expressions import Q
+from tortoise.exceptions import DoesNotExist
 from tortoise.transactions import in_transaction
 
 from gpupaas.accounts.models import Membership, Project, User
@@ -36,7 +36,7 @@ from gpupaas.core.actor import Actor
 from gpupaas.core.errors import Collector, ErrorCode, Forbidden, UserErrors
 from gpupaas.core.gpus import Vendor
 from gpupaas.core.quantities import cpu_quantity, memory_quantity, parse_quantity
-from gpupaas.events import outbox
+from gpupaas.events import outbox, sql
 from gpupaas.quotas.models import Quota
 from gpupaas.webhooks import service as webhooks
 from gpupaas.webhooks.models import WebhookEvent
@@ -292,18 +292,33 @@ def excess(limits: Limits, held: Sequence[Holding], ask: Holding) -> tuple[Line,
     return None
 
 
+async def _locked_quotas(project_id: uuid.UUID, owner_id: uuid.UUID | None) -> tuple[str, list[Quota]]:
+    """The project's name and the quotas that bound a deploy of `owner_id`'s in it (the project's,
+    the owner's), the project's row locked on PostgreSQL, in one statement."""
+    mine = "q.user_id IS NULL OR q.user_id = ?" if owner_id is not None else "q.user_id IS NULL"
+    lock = " FOR UPDATE OF p" if sql.dialect(Quota) == "postgres" else ""  # SQLite: one writer anyway
+    found = await sql.rows(
+        Quota,
+        'SELECT p.name AS "__project_name", q.* FROM projects p '  # noqa: S608  # no input in the text
+        f"LEFT JOIN quotas q ON q.project_id = p.id AND ({mine}) WHERE p.id = ?{lock}",
+        [owner_id, project_id] if owner_id is not None else [project_id],
+    )
+    if not found:
+        raise DoesNotExist(Project)
+    name = str(found[0].pop("__project_name"))
+    quotas = []
+    for row in found:
+        row.pop("__project_name", None)
+        if row["id"] is not None:  # no quota: the outer join's one row of NULLs
+            quotas.append(Quota._init_from_db(**row))
+    return name, quotas
+
+
 async def check(ask: Holding, *, field: Sequence[str] = ("id",)) -> None:
     """Inside the caller's transaction: QuotaExceeded when the deploy asking `ask` does not fit the
     project's quota or its owner's quota in the project. Locks the project's row first, so that a
     concurrent deploy in the same project waits for this transaction."""
-    project = await Project.select_for_update().get(id=ask.project_id)
-    query = Quota.filter(project_id=ask.project_id)
-    query = (
-        query.filter(Q(user_id=None) | Q(user_id=ask.owner_id))
-        if ask.owner_id is not None
-        else query.filter(user_id=None)
-    )
-    quotas = await query
+    project_name, quotas = await _locked_quotas(ask.project_id, ask.owner_id)
     if not quotas:
         return
     held = [h for h in await holdings(project_id=ask.project_id) if h.instance_id != ask.instance_id]
@@ -321,8 +336,8 @@ async def check(ask: Holding, *, field: Sequence[str] = ("id",)) -> None:
         assert line.limit is not None
         raise QuotaExceeded(
             Refusal(
-                project_id=project.id,
-                project_name=project.name,
+                project_id=ask.project_id,
+                project_name=project_name,
                 username=username,
                 dimension=line.key if not line.key.startswith("gpus:") else "gpus",
                 label=line.label,

@@ -30,7 +30,7 @@ from tortoise.transactions import in_transaction
 
 from gpupaas.core.errors import ErrorCode, UserErrors
 from gpupaas.core.ids import parse_id
-from gpupaas.events import outbox, sql
+from gpupaas.events import data_version, outbox, sql
 from gpupaas.metering import meter
 from gpupaas.runs.kinds import Claimed, RunKind, Subject
 from gpupaas.runs.models import DeploymentRun
@@ -177,6 +177,7 @@ async def remove(kind: RunKind[S], subject: S) -> None:
     subject.version += 1
     await announce(kind, subject, deleted=True)
     await subject.delete()
+    await data_version.bump()  # a project's instanceCount, which the response cache may hold
 
 
 async def queue(
