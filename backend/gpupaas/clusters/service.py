@@ -305,10 +305,56 @@ def gpu_resource_names(cluster: Cluster | None) -> dict[str, str]:
     return resource_names(target_of(cluster) if cluster is not None else None)
 
 
-async def target_for(cluster_id: str | None) -> ClusterTarget | None:
+def stamp_sql(dialect: str) -> str:
+    """SQL that gives the clusters' stamp: every cluster's id and `updated_at` (which every change
+    of its settings moves, a default's change too), in one text. Another stamp: a cluster was
+    added, changed or removed. `dialect`: "sqlite" or "postgres"."""
+    if dialect == "postgres":
+        return "SELECT string_agg(id::text || '@' || updated_at::text, ',' ORDER BY id) FROM clusters"
+    return (
+        "SELECT group_concat(id || '@' || updated_at, ',') "
+        "FROM (SELECT id, updated_at FROM clusters ORDER BY id)"
+    )
+
+
+class _Targets:
+    """The targets this process read, valid while the clusters' stamp is the one they were read
+    under: a target is never older than its stamp (it was read after the stamp was taken)."""
+
+    def __init__(self) -> None:
+        self.stamp: str | None = None
+        self.found: dict[str | None, ClusterTarget | None] = {}
+
+    def get(self, cluster_id: str | None, stamp: str) -> tuple[bool, ClusterTarget | None]:
+        if stamp != self.stamp or cluster_id not in self.found:
+            return False, None
+        return True, self.found[cluster_id]
+
+    def put(self, cluster_id: str | None, stamp: str, target: ClusterTarget | None) -> None:
+        if stamp != self.stamp:
+            self.stamp, self.found = stamp, {}
+        self.found[cluster_id] = target
+
+
+_TARGETS = _Targets()
+
+
+async def target_for(cluster_id: str | None, *, stamp: str | None = None) -> ClusterTarget | None:
     """Where a run goes: the cluster of the instance's snapshot, or the default one when the
     snapshot names none (None: no cluster is registered). A cluster deleted since the snapshot was
-    taken fails the run: there is nowhere to apply it."""
+    taken fails the run: there is nowhere to apply it. `stamp`: the clusters' stamp (`stamp_sql`)
+    as the caller's transaction read it, under which what this process read is used again."""
+    if stamp is not None:
+        known, target = _TARGETS.get(cluster_id, stamp)
+        if known:
+            return target
+    target = await _read_target(cluster_id)
+    if stamp is not None:
+        _TARGETS.put(cluster_id, stamp, target)
+    return target
+
+
+async def _read_target(cluster_id: str | None) -> ClusterTarget | None:
     if cluster_id:
         cluster = await Cluster.get_or_none(id=cluster_id)
         if cluster is None:

@@ -7,6 +7,7 @@ import uuid
 from typing import Any
 
 from gpupaas.accounts.sharing import SharingMode
+from gpupaas.clusters import service as clusters
 from gpupaas.compute import states
 from gpupaas.compute.configuration import plan_for, sealed_outputs
 from gpupaas.compute.models import ComputeInstance, ComputeInstanceShare
@@ -26,6 +27,7 @@ from gpupaas.settings import Settings
 from gpupaas.webhooks.models import WebhookEvent
 
 RUN = "run"
+CLUSTERS = "clusters"
 
 
 async def shared_with(instance: ComputeInstance) -> list[str] | str:
@@ -145,6 +147,9 @@ class ComputeRuns(RunKind[ComputeInstance]):
             memory_bytes=_whole(resources.memory, 1),
         )
 
+    def claim_returning(self, dialect: str) -> dict[str, str]:
+        return {CLUSTERS: clusters.stamp_sql(dialect)}
+
     async def work(self, claimed: Claimed[ComputeInstance], settings: Settings) -> Work:
         instance = claimed.subject
         secret_key = settings.secret_key
@@ -155,7 +160,12 @@ class ComputeRuns(RunKind[ComputeInstance]):
         def keep_outputs(outputs: dict[str, str]) -> dict[str, str]:
             return sealed_outputs(instance, outputs, Sealer(secret_key))
 
-        return Work(cluster_id=instance.profile_snapshot.cluster_id, plan=plan, keep_outputs=keep_outputs)
+        return Work(
+            cluster_id=instance.profile_snapshot.cluster_id,
+            plan=plan,
+            keep_outputs=keep_outputs,
+            cluster_stamp=claimed.returned.get(CLUSTERS),
+        )
 
 
 COMPUTE = ComputeRuns()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
@@ -63,6 +63,8 @@ class Claimed(Generic[S]):
     # The subject went on without it (a start of a service instance that is being deleted): the
     # run is to be ended CANCELED without touching the cluster.
     superseded: bool = False
+    # What the kind's `claim_returning` gave, when the claim wrote the status in one statement.
+    returned: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,9 @@ class Work:
     plan: Callable[[ClusterTarget | None], Plan]
     # What the subject keeps of the outputs an apply gives (the sensitive ones sealed).
     keep_outputs: Callable[[dict[str, str]], dict[str, str]] = dict
+    # The clusters as the claim found them (`clusters.service.stamp_sql`): a target the process
+    # read under the same stamp is used without reading it again. None: read it.
+    cluster_stamp: str | None = None
 
 
 class RunKind(ABC, Generic[S]):
@@ -150,9 +155,18 @@ class RunKind(ABC, Generic[S]):
     def failed_after(self, action: RunAction) -> Enum:
         return self.failed
 
+    # False: `superseded` is False for every subject and run, so that a claim may write the
+    # started status without reading the subject first (runs.lifecycle._start).
+    may_supersede: ClassVar[bool] = False
+
     def superseded(self, subject: S, run: DeploymentRun) -> bool:
         """Whether the subject went on without this run (it then ends without a status change)."""
         return False
+
+    def claim_returning(self, dialect: str) -> dict[str, str]:
+        """SQL expressions, by name, that the claim's status write returns too (on the subject's
+        table; `dialect`: "sqlite" or "postgres"): `Claimed.returned` holds their values."""
+        return {}
 
     def result_fields(
         self, subject: S, run: DeploymentRun, succeeded: bool, outputs: dict[str, str] | None

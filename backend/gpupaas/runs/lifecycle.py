@@ -258,14 +258,51 @@ async def claim(kind: RunKind[S], run_id: str, worker: str, lease: timedelta) ->
         run = await _take(kind, rid, worker, lease)
         if run is None:
             return None
+        started = kind.started(run.action)
+        written = await _start(kind, kind.subject_id(run), started)
+        if written is not None:
+            subject, returned = written
+            await announce(kind, subject)
+            return Claimed(run=run, subject=subject, project_name=returned.pop(_PROJECT), returned=returned)
         subject = await _locked_with_project(kind, kind.subject_id(run))
         project = subject.project  # type: ignore[attr-defined]  # both kinds' models have it
         superseded = kind.superseded(subject, run)
-        started = kind.started(run.action)
         if not superseded and subject.status != started:
             await write_status(kind, subject, started, None)
             await announce(kind, subject)
     return Claimed(run=run, subject=subject, project_name=project.name, superseded=superseded)
+
+
+_PROJECT = "__project_name"
+
+
+async def _start(kind: RunKind[S], subject_id: uuid.UUID, started: Enum) -> tuple[S, dict[str, Any]] | None:
+    """The subject moved to its started status by one conditional `UPDATE ... RETURNING`, which
+    also returns its project's name and the kind's `claim_returning`, when nothing but that write
+    is to be done: the kind never supersedes a run, the started status is neither healthy nor
+    failed (no webhook) and leaves the meter as it is, and the subject is not in it already. None:
+    the subject is to be read first (it is in the started status, or gone, or the kind needs it)."""
+    if kind.may_supersede or started in (kind.healthy, kind.failed) or started in kind.meter_starts:
+        return None
+    query = kind.model.filter(id=subject_id).exclude(status=started)
+    if started not in kind.meter_keeps:  # from a status that keeps the meter going, it would end it
+        query = query.exclude(status__in=list(kind.meter_keeps))
+    table = kind.model._meta.db_table
+    returning = {
+        _PROJECT: f'SELECT name FROM projects WHERE projects.id = "{table}".project_id',  # noqa: S608  # ours
+        **kind.claim_returning(sql.dialect(kind.model)),
+    }
+    moment = now()
+    written = await sql.updated_with(
+        query.update(
+            status=started, status_message=None, version=F("version") + 1, updated_at=moment, drifted=False
+        ),
+        returning,
+    )
+    if not written:
+        return None
+    subject, returned = written[0]
+    return cast(S, subject), returned
 
 
 async def renew_lease(run_id: uuid.UUID, worker: str, lease: timedelta) -> bool:

@@ -174,6 +174,8 @@ class ServiceRuns(RunKind[ServiceInstance]):
     def succeeded(self, action: RunAction) -> ServiceStatus:
         return states.run_succeeded(action)
 
+    may_supersede = True
+
     def superseded(self, subject: ServiceInstance, run: DeploymentRun) -> bool:
         """A start, stop or restart of a service instance that is being deleted: nothing to do; new
         SSH keys for one that no longer runs: its next start renders them."""

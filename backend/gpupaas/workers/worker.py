@@ -367,7 +367,7 @@ class Worker:
         async def make_plan() -> tuple[Driver, Plan]:
             work = await kind.work(claimed, self.drivers.settings)
             works.append(work)
-            target = await clusters.target_for(work.cluster_id)
+            target = await clusters.target_for(work.cluster_id, stamp=work.cluster_stamp)
             return self.drivers.driver(target), work.plan(target)
 
         log.info("%s run of %s started (attempt %s)", run.action.value, kind.noun, run.attempts)
