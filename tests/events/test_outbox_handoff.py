@@ -29,6 +29,7 @@ class RecordingBus(InProcessBus):
         super().__init__()
         self.published: list[tuple[str, str | None]] = []
         self.down = 0
+        self.broken = 0  # fails this many times with an error that is not BusUnavailable
 
     async def publish(
         self, topic: str, key: str | None, value: bytes, headers: Sequence[tuple[str, bytes]] = ()
@@ -36,6 +37,9 @@ class RecordingBus(InProcessBus):
         if self.down > 0:
             self.down -= 1
             raise BusUnavailable("the broker is down (test)")
+        if self.broken > 0:
+            self.broken -= 1
+            raise RuntimeError("the client broke (test)")
         self.published.append((topic, key))
         await super().publish(topic, key, value, headers)
 
@@ -145,6 +149,21 @@ async def test_with_the_broker_down_handed_rows_are_given_back_and_sent_later(
     await eventually(_all_sent, what="the rows to be published once the broker answers")
     assert bus.published == [(COMMANDS_TOPIC, "k1"), (STATUS_TOPIC, "i1")]
     assert (await OutboxMessage.get(key="k1")).attempts >= 1
+
+
+async def test_any_other_publish_failure_gives_the_handed_rows_back_for_the_next_claim(
+    db: object, bus: RecordingBus, relay: Relay
+) -> None:
+    """Not only a broker that is down: whatever fails a handed row's publish, it and the rows after
+    it are given back, and the relay's next claim (not their claim's expiry, 60 s on) sends them."""
+    project = await make_project("ml")
+    bus.broken = 1
+    async with outbox.transaction():
+        await outbox.add_command_and_status(
+            "k1", {"n": 1}, "i1", {"type": "status", "projectId": str(project.id)}
+        )
+    await eventually(_all_sent, timeout=10, what="the rows to be published at the next claim")
+    assert bus.published == [(COMMANDS_TOPIC, "k1"), (STATUS_TOPIC, "i1")]
 
 
 async def test_a_relay_that_stops_gives_back_what_it_was_handed(db: object, bus: RecordingBus) -> None:

@@ -140,6 +140,7 @@ class Relay:
                 continue
             except Exception:
                 log.exception("outbox relay failed; retrying")
+                self._claim_due = True  # what was given back is claimed again
                 await asyncio.sleep(1.0)
                 continue
             try:
@@ -197,6 +198,11 @@ class Relay:
                 await self._give_back([r.id for r in rows[index:]] + [r.id for r in self._handed])
                 self._handed.clear()
                 await self._mark_sent()
+                raise
+            except Exception:
+                # Anything else (the loop logs it and carries on): the rest are given back too, so
+                # that they are claimed again at once, not when their claim expires.
+                await self._give_back([r.id for r in rows[index:]])
                 raise
             if not self._unmarked:
                 self._unmarked_since = asyncio.get_running_loop().time()
