@@ -79,13 +79,6 @@ async def test_a_claim_of_a_subject_already_started_reads_it_and_writes_nothing(
     assert second.project_name == "ml" and second.returned == {}
 
 
-async def test_a_deleted_subject_fails_the_claim_as_before(db: object) -> None:
-    instance, run = await _queued()
-    await ComputeInstance.filter(id=instance.id).update(status=DeploymentStatus.IN_PROGRESS)
-    await ComputeInstance.filter(id=instance.id).delete()
-    assert await runs.claim(COMPUTE, str(run.id), "w1", LEASE) is None
-
-
 async def test_a_cluster_is_read_again_exactly_when_the_clusters_changed(
     db: object, count_queries: QueryCounter
 ) -> None:

@@ -74,13 +74,27 @@ def cacheable(query: str, operation_name: str | None) -> bool:
         document = parse(query)
     except GraphQLError:
         return False
+    operation = _operation(document, operation_name)
+    if operation is None or operation.operation.value != "query":
+        return False
+    names = _root_names(operation)
+    return names is not None and names <= CACHEABLE_FIELDS
+
+
+def _operation(document: DocumentNode, operation_name: str | None) -> OperationDefinitionNode | None:
+    """The document's operation of that name (its only one without a name), or None."""
     operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
     if operation_name is not None:
         operations = [o for o in operations if o.name is not None and o.name.value == operation_name]
-    if len(operations) != 1 or operations[0].operation.value != "query":
-        return False
-    selections = operations[0].selection_set.selections
-    return all(isinstance(s, FieldNode) and s.name.value in CACHEABLE_FIELDS for s in selections)
+    return operations[0] if len(operations) == 1 else None
+
+
+def _root_names(operation: OperationDefinitionNode) -> frozenset[str] | None:
+    """The names of the operation's root fields, or None when a fragment hides some."""
+    selections = operation.selection_set.selections
+    if not all(isinstance(s, FieldNode) for s in selections):
+        return None
+    return frozenset(s.name.value for s in selections if isinstance(s, FieldNode))
 
 
 def key_of(query: str, operation_name: str | None, variables: Any, actor: Actor) -> str | None:
@@ -108,17 +122,8 @@ async def bump() -> None:
 def root_fields(document: DocumentNode | None, operation_name: str | None) -> frozenset[str] | None:
     """The root fields of the operation that ran, or None when they are not plain to see (a
     fragment at the root, no single operation)."""
-    if document is None:
-        return None
-    operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
-    if operation_name is not None:
-        operations = [o for o in operations if o.name is not None and o.name.value == operation_name]
-    if len(operations) != 1:
-        return None
-    selections = operations[0].selection_set.selections
-    if not all(isinstance(s, FieldNode) for s in selections):
-        return None
-    return frozenset(s.name.value for s in selections if isinstance(s, FieldNode))
+    operation = _operation(document, operation_name) if document is not None else None
+    return _root_names(operation) if operation is not None else None
 
 
 class ResponseCache:

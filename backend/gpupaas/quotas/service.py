@@ -305,10 +305,10 @@ async def _locked_quotas(project_id: uuid.UUID, owner_id: uuid.UUID | None) -> t
     )
     if not found:
         raise DoesNotExist(Project)
-    name = str(found[0].pop("__project_name"))
+    name = str(found[0]["__project_name"])
     quotas = []
     for row in found:
-        row.pop("__project_name", None)
+        row.pop("__project_name")
         if row["id"] is not None:  # no quota: the outer join's one row of NULLs
             quotas.append(Quota._init_from_db(**row))
     return name, quotas

@@ -36,6 +36,7 @@ from gpupaas.runs.kinds import Claimed, RunKind, Subject
 from gpupaas.runs.models import DeploymentRun
 from gpupaas.runs.states import RunAction, RunStatus
 from gpupaas.webhooks import service as webhooks
+from gpupaas.webhooks.models import WebhookEvent
 
 S = TypeVar("S", bound=Subject)
 
@@ -112,8 +113,8 @@ async def _write_status(
             **columns,
         }
     )
-    hooked = status in (kind.healthy, kind.failed)
-    if hooked:  # the same statement says whether the project has a webhook to tell (`_publish`)
+    event = _webhook_event(kind, status)
+    if event is not None:  # the same statement says whether the project has a webhook to tell
         written = await sql.updated_with(
             query, {"webhooks": webhooks.any_enabled_sql(kind.model._meta.db_table)}
         )
@@ -127,8 +128,8 @@ async def _write_status(
     subject.version = version + 1
     subject.updated_at = moment
     await _meter(kind, subject, previous, moment, recovered)
-    if hooked:
-        await _publish(kind, subject, status, message, any_enabled)
+    if event is not None:
+        await _publish(subject, event, status, message, any_enabled)
     return True
 
 
@@ -143,17 +144,20 @@ async def _meter(kind: RunKind[S], subject: S, previous: Enum, moment: datetime,
         await meter.release(subject.id, moment)
 
 
-async def _publish(
-    kind: RunKind[S], subject: S, status: Enum, message: str | None, any_enabled: bool
-) -> None:
-    """The webhook event of reaching the healthy or the failed status (none for the others);
-    `any_enabled`: whether the project has an enabled webhook, as the status write found it."""
+def _webhook_event(kind: RunKind[S], status: Enum) -> WebhookEvent | None:
+    """The webhook event of reaching `status`: the healthy or the failed one's, none for the others."""
     if status == kind.healthy:
-        event = kind.success_event
-    elif status == kind.failed:
-        event = kind.failed_event
-    else:
-        return
+        return kind.success_event
+    if status == kind.failed:
+        return kind.failed_event
+    return None
+
+
+async def _publish(
+    subject: S, event: WebhookEvent, status: Enum, message: str | None, any_enabled: bool
+) -> None:
+    """Queues the webhook event; `any_enabled`: whether the project has an enabled webhook, as the
+    status write found it."""
     data = {
         "id": str(subject.id),
         "name": subject.name,
@@ -281,8 +285,8 @@ async def _start(kind: RunKind[S], subject_id: uuid.UUID, started: Enum) -> tupl
     also returns its project's name and the kind's `claim_returning`, when nothing but that write
     is to be done: the kind never supersedes a run, the started status is neither healthy nor
     failed (no webhook) and leaves the meter as it is, and the subject is not in it already. None:
-    the subject is to be read first (it is in the started status, or gone, or the kind needs it)."""
-    if kind.may_supersede or started in (kind.healthy, kind.failed) or started in kind.meter_starts:
+    the subject is to be read first (it is in the started status already, or the kind needs it)."""
+    if kind.may_supersede or _webhook_event(kind, started) is not None or started in kind.meter_starts:
         return None
     query = kind.model.filter(id=subject_id).exclude(status=started)
     if started not in kind.meter_keeps:  # from a status that keeps the meter going, it would end it
